@@ -1,0 +1,3 @@
+module github.com/crewgo/crew
+
+go 1.23
