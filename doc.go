@@ -1,0 +1,48 @@
+// Package crew runs functions on a bounded set of reused goroutines.
+//
+// A worker pool caps how much work runs at once (database connections, CPU, memory) and
+// reuses goroutines instead of starting one per task. crew's pools start workers lazily up to
+// a limit, hand a task straight to an idle worker when there is one, queue it in FIFO order
+// when there is none, and let workers that stay idle exit.
+//
+// # Pools
+//
+// [New] returns a [Pool] of func() tasks. [Pool.Submit] queues a task and blocks only while a
+// bounded queue ([WithQueueSize]) is full; [Pool.TrySubmit] never blocks; [Pool.SubmitContext]
+// gives up when its context ends. [Pool.Sub] makes a sub-pool with a limit of its own that
+// runs on the parent's workers.
+//
+// # Typed pools
+//
+// [NewFunc] returns a [FuncPool] that calls one function with each argument given to
+// [FuncPool.Invoke]. The arguments are queued unboxed, so Invoke allocates nothing.
+//
+// # Results and groups
+//
+// [Go] runs a function returning a value and gives a [Future]. [Pool.Group] runs functions
+// that return errors and cancels their shared context at the first error. [NewResults]
+// collects values in submission order, and [Map] and [ForEach] apply a function to a slice or
+// an iterator on a pool.
+//
+// # Lifecycle
+//
+// [Pool.Wait] waits for the tasks accepted so far and leaves the pool usable. [Pool.Stop]
+// stops accepting tasks and returns at once; [Pool.StopAndWait] also waits for every accepted
+// task and worker; [Pool.Shutdown] waits until a context ends. [Pool.Resize] changes the limit
+// while tasks run. [Pool.Stats] gives a consistent snapshot of the counters.
+//
+// # Panics
+//
+// A task that panics never takes down its worker or the process. A plain task's panic goes to
+// the handler set by [WithPanicHandler] (by default, logged with its stack through log/slog);
+// a function run by [Go], a [Group], [Results], [Map] or [ForEach] reports it as a
+// [*PanicError] from Wait.
+//
+// # Guarantees
+//
+//   - Every task whose submit returned nil (or true) runs exactly once, even across Resize,
+//     Stop, Shutdown and the end of the pool's context.
+//   - No more than MaxWorkers tasks of a pool, or of a sub-pool, run at the same time.
+//   - After StopAndWait returns, no goroutine of the pool is left running.
+//   - All methods are safe for concurrent use; a second Stop is a no-op.
+package crew

@@ -1,0 +1,77 @@
+package crew
+
+import "context"
+
+// FuncPool runs one function, fn, on arguments of type T, on at most MaxWorkers reused
+// goroutines. It is [Pool] for the case where every task calls the same function: the
+// arguments wait in the queue unboxed, so [FuncPool.Invoke] allocates nothing per call
+// (BenchmarkInvoke, TestInvokeAllocatesNothing).
+//
+// A FuncPool is safe for concurrent use. Build one with [NewFunc]; the zero value is not
+// usable. Its lifecycle (Wait, Stop, StopAndWait, Shutdown, Resize, Stats) is the same as
+// Pool's.
+type FuncPool[T any] struct {
+	core core[T]
+}
+
+// NewFunc returns a pool that calls fn with each argument passed to [FuncPool.Invoke], at
+// most maxWorkers calls at a time. It panics if maxWorkers is less than 1, fn is nil, or an
+// option is out of range.
+func NewFunc[T any](maxWorkers int, fn func(T), opts ...Option) *FuncPool[T] {
+	c := newConfig("NewFunc", maxWorkers, opts)
+	if fn == nil {
+		panic("crew: NewFunc: fn must not be nil")
+	}
+	p := &FuncPool[T]{}
+	p.core.init(c, engineConfig(c, maxWorkers, fn), p.Stop)
+	return p
+}
+
+// Invoke queues a call of fn with arg. A nil error means the call was accepted and will run
+// exactly once. Like [Pool.Submit], it blocks only while a bounded queue is full, returns
+// [ErrQueueFull] under [WithNonBlocking] and [ErrStopped] after Stop; on error fn is never
+// called with arg. A nil pointer or interface is an argument like any other. The return of
+// Invoke synchronizes before the start of the call. It allocates nothing in steady state.
+func (p *FuncPool[T]) Invoke(arg T) error {
+	return p.core.submit(nil, arg, true)
+}
+
+// TryInvoke queues a call of fn with arg if it can without blocking, and reports whether it
+// did. It returns false when the bounded queue is full or the pool is stopped.
+func (p *FuncPool[T]) TryInvoke(arg T) bool {
+	return p.core.submit(nil, arg, false) == nil
+}
+
+// InvokeContext is [FuncPool.Invoke] that gives up waiting for room in a full queue when ctx
+// ends, with an error that matches ctx.Err(). If ctx has already ended, it returns that error
+// at once without accepting the call.
+func (p *FuncPool[T]) InvokeContext(ctx context.Context, arg T) error {
+	return p.core.submitContext(ctx, arg)
+}
+
+// Wait blocks until every call accepted so far has returned; see [Pool.Wait].
+func (p *FuncPool[T]) Wait() { p.core.wait() }
+
+// Stop stops the pool from accepting calls and returns at once; accepted calls still run.
+// See [Pool.Stop].
+func (p *FuncPool[T]) Stop() { p.core.stop() }
+
+// StopAndWait stops the pool and waits until every accepted call has returned and every
+// worker has exited; see [Pool.StopAndWait].
+func (p *FuncPool[T]) StopAndWait() {
+	p.Stop()
+	<-p.core.e.Exited()
+}
+
+// Shutdown stops the pool and waits for the accepted calls until ctx ends, then returns
+// ctx.Err(); see [Pool.Shutdown].
+func (p *FuncPool[T]) Shutdown(ctx context.Context) error {
+	p.Stop()
+	return p.core.awaitExit(ctx)
+}
+
+// Resize sets the worker limit; see [Pool.Resize].
+func (p *FuncPool[T]) Resize(maxWorkers int) { p.core.resize(maxWorkers) }
+
+// Stats returns a consistent snapshot of the pool's counters; see [Stats].
+func (p *FuncPool[T]) Stats() Stats { return statsOf(p.core.e.Counters()) }

@@ -1,0 +1,508 @@
+// Package worker is the machinery behind crew's pools: it starts worker goroutines lazily up
+// to a limit, hands tasks to them, parks idle workers and reaps those idle for too long.
+//
+// An Engine is generic over the task argument T, so a typed pool stores its arguments
+// unboxed and the plain pool stores its task values; neither allocates per task. See
+// hotpath.md beside this file for why the hot path looks the way it does.
+package worker
+
+import (
+	"context"
+	"log/slog"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/crewgo/crew/internal/queue"
+)
+
+// Result says what became of a submission.
+type Result uint8
+
+// The outcomes of Submit.
+const (
+	Accepted Result = iota // the task will run exactly once
+	Stopped                // the engine was stopped; the task never runs
+	Full                   // the queue was full and the call could not wait; the task never runs
+	Canceled               // the context ended first; the task never runs
+)
+
+// Config holds an Engine's settings. Validation is the caller's job.
+type Config[T any] struct {
+	Run          func(T)                   // runs one task; required
+	MaxWorkers   int                       // >= 1
+	MinWorkers   int                       // started at once, never reaped
+	QueueSize    int                       // 0: unbounded
+	NonBlocking  bool                      // a full queue rejects instead of blocking
+	IdleTimeout  time.Duration             // idle workers above MinWorkers exit after it; 0: at once
+	PanicHandler func(v any, stack []byte) // required
+	// Start, when set, replaces "go serve": it must arrange for Serve(first) to be called
+	// exactly once on some goroutine. Sub-pools use it to run their workers as tasks of the
+	// parent. Such workers never park: they return when the queue is empty.
+	Start func(first T)
+	// Now is the clock used for idle reaping; nil means time.Now.
+	Now func() time.Time
+}
+
+// Counters is a snapshot of an Engine's state, taken under its lock.
+type Counters struct {
+	MaxWorkers, Workers, Idle, Waiting       int
+	Submitted, Completed, Panicked, Rejected uint64
+}
+
+// Engine runs tasks of type T on at most MaxWorkers goroutines. All methods are safe for
+// concurrent use.
+type Engine[T any] struct {
+	cfg Config[T]
+
+	mu      sync.Mutex
+	queue   queue.Queue[T]
+	idle    []*worker[T] // parked workers; LIFO, so idle[0] has been idle longest
+	blocked waiterList[T]
+	max     int
+	workers int // alive, idle ones included
+	pending int // accepted and not yet finished: queued or running
+	reaping bool
+	stopped bool
+
+	drained chan struct{} // closed when pending reaches 0; made on demand
+	changed chan struct{} // closed when a worker exits or the limit changes; made on demand
+	exited  chan struct{} // closed when stopped and no goroutine is left
+	done    chan struct{} // closed by Stop; wakes the reaper
+
+	submitted, completed, panicked, rejected uint64
+}
+
+// worker is one goroutine's parking spot. A submitter hands it a task by setting arg and
+// sending on wake; Stop, Resize and the reaper set exit instead.
+type worker[T any] struct {
+	wake      chan struct{}
+	arg       T
+	exit      bool
+	idleSince time.Time
+}
+
+// New returns an Engine and starts cfg.MinWorkers workers.
+func New[T any](cfg Config[T]) *Engine[T] {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	e := &Engine[T]{
+		cfg:    cfg,
+		max:    cfg.MaxWorkers,
+		exited: make(chan struct{}),
+		done:   make(chan struct{}),
+	}
+	if cfg.Start == nil && cfg.MinWorkers > 0 {
+		e.mu.Lock()
+		for range cfg.MinWorkers {
+			w := &worker[T]{wake: make(chan struct{}, 1)}
+			e.workers++
+			e.park(w)
+			go e.parked(w)
+		}
+		e.mu.Unlock()
+	}
+	return e
+}
+
+// Submit offers arg to the engine. With wait false it never blocks; with wait true it blocks
+// while a bounded queue is full (unless the engine is NonBlocking) until there is room, the
+// engine stops, or ctx (which may be nil) ends.
+func (e *Engine[T]) Submit(ctx context.Context, arg T, wait bool) Result {
+	e.mu.Lock()
+	if e.stopped {
+		e.mu.Unlock()
+		return Stopped
+	}
+	if n := len(e.idle); n > 0 {
+		// Fast path: hand the task straight to the most recently parked worker. Its stack
+		// and caches are the warmest, and the ones at the bottom are left to the reaper.
+		w := e.idle[n-1]
+		e.idle[n-1] = nil
+		e.idle = e.idle[:n-1]
+		e.accept()
+		w.arg = arg
+		e.mu.Unlock()
+		w.wake <- struct{}{} // buffered, never blocks: a parked worker has an empty wake
+		return Accepted
+	}
+	if e.workers < e.max {
+		e.workers++
+		e.accept()
+		e.mu.Unlock()
+		e.start(arg)
+		return Accepted
+	}
+	if e.cfg.QueueSize == 0 || e.queue.Len() < e.cfg.QueueSize {
+		e.queue.Push(arg)
+		e.accept()
+		e.mu.Unlock()
+		return Accepted
+	}
+	if !wait || e.cfg.NonBlocking {
+		e.rejected++
+		e.mu.Unlock()
+		return Full
+	}
+	return e.block(ctx, arg) // unlocks
+}
+
+// Forward accepts arg whatever the queue bound and even after Stop. Sub-pools use it to run
+// their accepted tasks on the parent's workers: refusing them would lose accepted work.
+func (e *Engine[T]) Forward(arg T) {
+	e.mu.Lock()
+	if n := len(e.idle); n > 0 {
+		w := e.idle[n-1]
+		e.idle[n-1] = nil
+		e.idle = e.idle[:n-1]
+		e.accept()
+		w.arg = arg
+		e.mu.Unlock()
+		w.wake <- struct{}{}
+		return
+	}
+	e.accept()
+	if e.workers < e.max {
+		e.workers++
+		e.mu.Unlock()
+		e.start(arg)
+		return
+	}
+	e.queue.Push(arg)
+	e.mu.Unlock()
+}
+
+// accept counts one accepted task. Callers hold e.mu.
+func (e *Engine[T]) accept() {
+	e.submitted++
+	e.pending++
+}
+
+func (e *Engine[T]) start(first T) {
+	if e.cfg.Start != nil {
+		e.cfg.Start(first)
+		return
+	}
+	go e.serve(&worker[T]{wake: make(chan struct{}, 1)}, first)
+}
+
+// Serve runs first and then queued tasks on the calling goroutine until the queue is empty.
+// It is for Config.Start: the worker it stands for was counted when Start was called.
+func (e *Engine[T]) Serve(first T) {
+	e.serve(nil, first)
+}
+
+// parked is the body of a worker started idle.
+func (e *Engine[T]) parked(w *worker[T]) {
+	if arg, ok := e.wait(w); ok {
+		e.serve(w, arg)
+	}
+}
+
+// serve runs tasks until the worker exits. w is nil for a worker that must not park.
+func (e *Engine[T]) serve(w *worker[T], arg T) {
+	for {
+		if !e.runUntilPanic(w, arg) {
+			return
+		}
+		var ok bool
+		if arg, ok = e.next(w, true); !ok {
+			return
+		}
+	}
+}
+
+// runUntilPanic runs arg and every task after it. It returns false when the worker is done,
+// and true after a task panicked and the panic was handed to the handler.
+//
+// Recovering here, once per run of tasks rather than with a defer around each task, keeps the
+// per-task path free of defer bookkeeping; after a panic the caller re-enters with the next
+// task, so the same goroutine keeps serving.
+func (e *Engine[T]) runUntilPanic(w *worker[T], arg T) (panicked bool) {
+	panicked = true
+	defer func() {
+		if !panicked {
+			return
+		}
+		v := recover()
+		if v == nil {
+			// runtime.Goexit in a task (t.FailNow, say): the goroutine is ending and
+			// nothing stops it. Count the task and hand this worker's place on.
+			e.goexit()
+			return
+		}
+		e.handlePanic(v, debug.Stack())
+	}()
+	for {
+		e.cfg.Run(arg)
+		var ok bool
+		if arg, ok = e.next(w, false); !ok {
+			panicked = false
+			return
+		}
+	}
+}
+
+// handlePanic gives v to the panic handler. A handler that panics in turn is reported
+// through the default one rather than taking the worker (and the process) down.
+func (e *Engine[T]) handlePanic(v any, stack []byte) {
+	defer func() {
+		if hv := recover(); hv != nil {
+			DefaultPanicHandler(hv, debug.Stack())
+		}
+	}()
+	e.cfg.PanicHandler(v, stack)
+}
+
+// next records the end of the task a worker ran and gives it the next one. It returns false
+// when the worker should exit. A worker (w non-nil) that finds nothing to do parks until a
+// submitter hands it a task or it is told to exit.
+func (e *Engine[T]) next(w *worker[T], panicked bool) (T, bool) {
+	e.mu.Lock()
+	e.finish(panicked)
+	if e.workers <= e.max {
+		if arg, ok := e.dequeue(); ok {
+			e.mu.Unlock()
+			return arg, true
+		}
+	}
+	if w == nil || e.stopped || e.workers > e.max ||
+		(e.cfg.IdleTimeout == 0 && e.workers > e.cfg.MinWorkers) {
+		e.exit()
+		e.mu.Unlock()
+		var zero T
+		return zero, false
+	}
+	e.park(w)
+	e.mu.Unlock()
+	return e.wait(w)
+}
+
+// finish counts the end of one task. Callers hold e.mu.
+func (e *Engine[T]) finish(panicked bool) {
+	if panicked {
+		e.panicked++
+	} else {
+		e.completed++
+	}
+	e.pending--
+	if e.pending == 0 && e.drained != nil {
+		close(e.drained)
+		e.drained = nil
+	}
+}
+
+// goexit handles a worker whose task called runtime.Goexit.
+func (e *Engine[T]) goexit() {
+	e.mu.Lock()
+	e.finish(false)
+	arg, ok := e.dequeue()
+	if !ok {
+		e.exit()
+		e.mu.Unlock()
+		return
+	}
+	e.mu.Unlock()
+	e.start(arg) // the exiting worker's place goes to a new one
+}
+
+// dequeue pops the next task and, if a submitter is blocked on the full queue, moves its task
+// into the room just made. Callers hold e.mu.
+func (e *Engine[T]) dequeue() (T, bool) {
+	arg, ok := e.queue.Pop()
+	if ok {
+		if b := e.blocked.pop(); b != nil {
+			e.queue.Push(b.arg)
+			e.accept()
+			b.decide(Accepted)
+		}
+	}
+	return arg, ok
+}
+
+// park puts w on the idle stack. Callers hold e.mu.
+func (e *Engine[T]) park(w *worker[T]) {
+	w.idleSince = e.cfg.Now()
+	e.idle = append(e.idle, w)
+	if !e.reaping && e.cfg.IdleTimeout > 0 && e.workers > e.cfg.MinWorkers {
+		e.reaping = true
+		go e.reap()
+	}
+}
+
+// wait blocks a parked worker until it gets a task (true) or must exit (false).
+func (e *Engine[T]) wait(w *worker[T]) (T, bool) {
+	<-w.wake
+	arg := w.arg
+	var zero T
+	w.arg = zero
+	return arg, !w.exit
+}
+
+// exit removes the calling worker from the count. Callers hold e.mu.
+func (e *Engine[T]) exit() {
+	e.workers--
+	e.signalChange()
+	e.checkExited()
+}
+
+// checkExited closes exited once the engine is stopped and has no goroutine left.
+// Callers hold e.mu.
+func (e *Engine[T]) checkExited() {
+	if e.stopped && e.workers == 0 && !e.reaping {
+		select {
+		case <-e.exited:
+		default:
+			close(e.exited)
+		}
+	}
+}
+
+// dismiss tells the idle workers in ws to exit. Callers hold e.mu and wake them after
+// unlocking with wakeAll.
+func (e *Engine[T]) dismiss(ws []*worker[T]) {
+	for _, w := range ws {
+		w.exit = true
+		e.workers--
+	}
+	e.signalChange()
+	e.checkExited()
+}
+
+func wakeAll[T any](ws []*worker[T]) {
+	for _, w := range ws {
+		w.wake <- struct{}{}
+	}
+}
+
+// Stop stops accepting tasks. Queued tasks still run; submitters blocked on a full queue
+// return Stopped. It does not wait. A second Stop does nothing.
+func (e *Engine[T]) Stop() {
+	e.mu.Lock()
+	if e.stopped {
+		e.mu.Unlock()
+		return
+	}
+	e.stopped = true
+	close(e.done)
+	idle := e.idle
+	e.idle = nil
+	e.dismiss(idle)
+	var refused []*waiter[T]
+	for b := e.blocked.pop(); b != nil; b = e.blocked.pop() {
+		refused = append(refused, b)
+	}
+	e.mu.Unlock()
+	wakeAll(idle)
+	for _, b := range refused {
+		b.decide(Stopped)
+	}
+}
+
+// Stopped reports whether Stop was called.
+func (e *Engine[T]) Stopped() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.stopped
+}
+
+// Drained returns a channel closed when no accepted task is waiting or running, or nil if
+// that is already so.
+func (e *Engine[T]) Drained() <-chan struct{} {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.pending == 0 {
+		return nil
+	}
+	if e.drained == nil {
+		e.drained = make(chan struct{})
+	}
+	return e.drained
+}
+
+// Exited returns a channel closed once the engine is stopped and all its goroutines (workers
+// and reaper) are gone, which implies every accepted task has finished.
+func (e *Engine[T]) Exited() <-chan struct{} { return e.exited }
+
+// Resize sets the worker limit. Idle workers above it exit now and busy ones when their task
+// returns; Resize waits for those, so when it returns no more than n tasks run. When the
+// limit grows, queued tasks start on new workers at once and Resize does not wait.
+func (e *Engine[T]) Resize(n int) {
+	e.mu.Lock()
+	e.max = n
+	e.signalChange()
+	var dismissed []*worker[T]
+	if extra := e.workers - n; extra > 0 && len(e.idle) > 0 {
+		// Dismiss the longest idle first: they are at the bottom of the stack.
+		k := min(extra, len(e.idle))
+		dismissed = append(dismissed, e.idle[:k]...)
+		rest := copy(e.idle, e.idle[k:])
+		clear(e.idle[rest:])
+		e.idle = e.idle[:rest]
+		e.dismiss(dismissed)
+	}
+	var starts []T
+	for e.workers < e.max {
+		arg, ok := e.dequeue()
+		if !ok {
+			break
+		}
+		e.workers++
+		starts = append(starts, arg)
+	}
+	e.mu.Unlock()
+	wakeAll(dismissed)
+	for _, arg := range starts {
+		e.start(arg)
+	}
+	e.awaitLimit()
+}
+
+// awaitLimit waits until no more workers are alive than the limit allows.
+func (e *Engine[T]) awaitLimit() {
+	for {
+		e.mu.Lock()
+		if e.workers <= e.max {
+			e.mu.Unlock()
+			return
+		}
+		if e.changed == nil {
+			e.changed = make(chan struct{})
+		}
+		ch := e.changed
+		e.mu.Unlock()
+		<-ch
+	}
+}
+
+// signalChange wakes the Resize calls waiting in awaitLimit. Callers hold e.mu.
+func (e *Engine[T]) signalChange() {
+	if e.changed != nil {
+		close(e.changed)
+		e.changed = nil
+	}
+}
+
+// Counters returns a consistent snapshot of the engine's state.
+func (e *Engine[T]) Counters() Counters {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return Counters{
+		// While a shrinking Resize waits for busy workers above the new limit, the limit in
+		// force is the number of workers still alive.
+		MaxWorkers: max(e.max, e.workers),
+		Workers:    e.workers,
+		Idle:       len(e.idle),
+		Waiting:    e.queue.Len(),
+		Submitted:  e.submitted,
+		Completed:  e.completed,
+		Panicked:   e.panicked,
+		Rejected:   e.rejected,
+	}
+}
+
+// DefaultPanicHandler logs a task's panic value and stack through the log/slog default logger.
+func DefaultPanicHandler(v any, stack []byte) {
+	slog.Error("crew: task panicked", "panic", v, "stack", string(stack))
+}

@@ -1,0 +1,67 @@
+package worker
+
+import "time"
+
+// reap is the reaper goroutine. It runs only while some idle worker above the minimum may
+// need reaping, so a pool with nothing idle has no goroutine at all. It sleeps until the
+// longest-idle worker's deadline instead of ticking.
+func (e *Engine[T]) reap() {
+	timer := time.NewTimer(e.cfg.IdleTimeout)
+	defer timer.Stop()
+	for {
+		select {
+		case <-e.done:
+			e.mu.Lock()
+			e.reaping = false
+			e.checkExited()
+			e.mu.Unlock()
+			return
+		case <-timer.C:
+		}
+		e.mu.Lock()
+		dismissed, wait := e.evictIdle(e.cfg.Now())
+		if wait < 0 {
+			e.reaping = false
+		}
+		e.mu.Unlock()
+		wakeAll(dismissed)
+		if wait < 0 {
+			return
+		}
+		timer.Reset(wait)
+	}
+}
+
+// ReapIdle dismisses the workers that have been idle for IdleTimeout or longer at now, keeping
+// MinWorkers, and returns how many it dismissed. The reaper calls the same code with the
+// clock; tests call it with a time of their choosing.
+func (e *Engine[T]) ReapIdle(now time.Time) int {
+	e.mu.Lock()
+	dismissed, _ := e.evictIdle(now)
+	e.mu.Unlock()
+	wakeAll(dismissed)
+	return len(dismissed)
+}
+
+// evictIdle dismisses expired idle workers and returns them (to be woken after unlocking)
+// with how long until the next one expires, or -1 if no idle worker is left to watch.
+// Callers hold e.mu.
+func (e *Engine[T]) evictIdle(now time.Time) ([]*worker[T], time.Duration) {
+	k := 0
+	for k < len(e.idle) && e.workers-k > e.cfg.MinWorkers &&
+		now.Sub(e.idle[k].idleSince) >= e.cfg.IdleTimeout {
+		k++
+	}
+	var dismissed []*worker[T]
+	if k > 0 {
+		dismissed = append(dismissed, e.idle[:k]...)
+		rest := copy(e.idle, e.idle[k:])
+		clear(e.idle[rest:])
+		e.idle = e.idle[:rest]
+		e.dismiss(dismissed)
+	}
+	if len(e.idle) == 0 || e.workers <= e.cfg.MinWorkers {
+		return dismissed, -1
+	}
+	return dismissed, e.cfg.IdleTimeout - now.Sub(e.idle[0].idleSince)
+}

@@ -1,0 +1,102 @@
+package worker
+
+import (
+	"context"
+	"sync"
+)
+
+// waiter is a submitter blocked on a full queue. The worker that makes room moves the
+// waiter's task into the queue on its behalf and tells it so, which keeps blocked submitters
+// in first-come order and wakes exactly one per free slot.
+type waiter[T any] struct {
+	arg        T
+	result     chan Result // buffered: deciding never blocks
+	prev, next *waiter[T]
+	listed     bool
+}
+
+func (w *waiter[T]) decide(r Result) { w.result <- r }
+
+// waiterList is a doubly linked FIFO, so a submitter whose context ends can leave from the
+// middle in constant time.
+type waiterList[T any] struct {
+	head, tail *waiter[T]
+}
+
+func (l *waiterList[T]) push(w *waiter[T]) {
+	w.prev, w.next, w.listed = l.tail, nil, true
+	if l.tail != nil {
+		l.tail.next = w
+	} else {
+		l.head = w
+	}
+	l.tail = w
+}
+
+func (l *waiterList[T]) remove(w *waiter[T]) {
+	if w.prev != nil {
+		w.prev.next = w.next
+	} else {
+		l.head = w.next
+	}
+	if w.next != nil {
+		w.next.prev = w.prev
+	} else {
+		l.tail = w.prev
+	}
+	w.prev, w.next, w.listed = nil, nil, false
+}
+
+func (l *waiterList[T]) pop() *waiter[T] {
+	w := l.head
+	if w != nil {
+		l.remove(w)
+	}
+	return w
+}
+
+// waiters recycles waiter values (of every T, hence any) so that a submitter that blocks
+// does not allocate in steady state.
+var waiters sync.Pool
+
+func getWaiter[T any]() *waiter[T] {
+	if w, ok := waiters.Get().(*waiter[T]); ok {
+		return w
+	}
+	return &waiter[T]{result: make(chan Result, 1)}
+}
+
+// block parks the calling submitter until its task is accepted, the engine stops or ctx ends.
+// It is entered with e.mu held and releases it.
+func (e *Engine[T]) block(ctx context.Context, arg T) Result {
+	w := getWaiter[T]()
+	w.arg = arg
+	e.blocked.push(w)
+	e.mu.Unlock()
+
+	var done <-chan struct{}
+	if ctx != nil {
+		done = ctx.Done()
+	}
+	var r Result
+	select {
+	case r = <-w.result:
+	case <-done:
+		e.mu.Lock()
+		if w.listed {
+			e.blocked.remove(w)
+			e.rejected++
+			e.mu.Unlock()
+			r = Canceled
+		} else {
+			// A worker or Stop decided between ctx ending and the lock: its word stands,
+			// since an accepted task must be reported as accepted.
+			e.mu.Unlock()
+			r = <-w.result
+		}
+	}
+	var zero T
+	w.arg = zero
+	waiters.Put(w)
+	return r
+}

@@ -1,0 +1,115 @@
+package crew
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/crewgo/crew/internal/worker"
+)
+
+// DefaultIdleTimeout is how long a worker above the minimum stays idle before it exits, unless
+// [WithIdleTimeout] says otherwise.
+const DefaultIdleTimeout = 5 * time.Second
+
+// An Option configures a pool built by [New] or [NewFunc].
+type Option func(*config)
+
+type config struct {
+	queueSize    int
+	nonBlocking  bool
+	minWorkers   int
+	idleTimeout  time.Duration
+	panicHandler func(v any, stack []byte)
+	ctx          context.Context
+	now          func() time.Time // clock hook for tests
+}
+
+func newConfig(caller string, maxWorkers int, opts []Option) config {
+	if maxWorkers < 1 {
+		panic(fmt.Sprintf("crew: %s: maxWorkers must be >= 1, got %d", caller, maxWorkers))
+	}
+	c := config{idleTimeout: DefaultIdleTimeout, panicHandler: worker.DefaultPanicHandler}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&c)
+		}
+	}
+	if c.minWorkers > maxWorkers {
+		panic(fmt.Sprintf("crew: %s: WithMinWorkers(%d) exceeds maxWorkers %d", caller, c.minWorkers, maxWorkers))
+	}
+	return c
+}
+
+func engineConfig[T any](c config, maxWorkers int, run func(T)) worker.Config[T] {
+	return worker.Config[T]{
+		Run:          run,
+		MaxWorkers:   maxWorkers,
+		MinWorkers:   c.minWorkers,
+		QueueSize:    c.queueSize,
+		NonBlocking:  c.nonBlocking,
+		IdleTimeout:  c.idleTimeout,
+		PanicHandler: c.panicHandler,
+		Now:          c.now,
+	}
+}
+
+// WithQueueSize bounds the number of accepted tasks that wait for a worker: with every worker
+// busy and n tasks waiting, the next submit blocks until one starts, or is rejected with
+// [ErrQueueFull] under [WithNonBlocking]. 0, the default, leaves the queue unbounded. It panics
+// if n is negative.
+func WithQueueSize(n int) Option {
+	if n < 0 {
+		panic(fmt.Sprintf("crew: WithQueueSize: n must be >= 0, got %d", n))
+	}
+	return func(c *config) { c.queueSize = n }
+}
+
+// WithNonBlocking makes [Pool.Submit] and [FuncPool.Invoke] return [ErrQueueFull] instead of
+// blocking when the bounded queue is full. It has no effect on an unbounded queue.
+func WithNonBlocking() Option {
+	return func(c *config) { c.nonBlocking = true }
+}
+
+// WithMinWorkers starts n workers with the pool and keeps them alive while idle; workers above
+// n exit after the idle timeout. n may not exceed maxWorkers. It panics if n is negative.
+func WithMinWorkers(n int) Option {
+	if n < 0 {
+		panic(fmt.Sprintf("crew: WithMinWorkers: n must be >= 0, got %d", n))
+	}
+	return func(c *config) { c.minWorkers = n }
+}
+
+// WithIdleTimeout sets how long a worker above the minimum waits idle for a task before it
+// exits; the default is [DefaultIdleTimeout]. 0 makes such workers exit as soon as they find
+// nothing to do. It panics if d is negative.
+func WithIdleTimeout(d time.Duration) Option {
+	if d < 0 {
+		panic(fmt.Sprintf("crew: WithIdleTimeout: d must be >= 0, got %v", d))
+	}
+	return func(c *config) { c.idleTimeout = d }
+}
+
+// WithPanicHandler sets the function that receives the value and stack of a plain task that
+// panicked (tasks run through [Go], [Group], [Results], [Map] and [ForEach] report panics to
+// their caller instead). The handler runs on the worker, which keeps serving afterwards; a
+// handler that panics itself is reported through the default handler. The default logs
+// through the log/slog default logger; nil restores it.
+func WithPanicHandler(h func(v any, stack []byte)) Option {
+	return func(c *config) {
+		if h == nil {
+			h = worker.DefaultPanicHandler
+		}
+		c.panicHandler = h
+	}
+}
+
+// WithContext ties the pool to ctx: when ctx ends, the pool stops as if by [Pool.Stop].
+// Tasks already accepted still run; later submits return [ErrStopped]. It panics if ctx is
+// nil.
+func WithContext(ctx context.Context) Option {
+	if ctx == nil {
+		panic("crew: WithContext: ctx must not be nil")
+	}
+	return func(c *config) { c.ctx = ctx }
+}

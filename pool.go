@@ -1,0 +1,260 @@
+package crew
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/crewgo/crew/internal/worker"
+)
+
+// Pool runs func() tasks on at most MaxWorkers reused goroutines. Workers start as tasks
+// arrive, are reused while there is work, and exit after the idle timeout ([WithIdleTimeout]).
+// Tasks wait in a FIFO queue while every worker is busy; the queue is unbounded unless
+// [WithQueueSize] bounds it.
+//
+// A Pool is safe for concurrent use. Build one with [New]; the zero value is not usable.
+// Stop it with [Pool.Stop], [Pool.StopAndWait] or [Pool.Shutdown] when done: a pool that is
+// never stopped keeps its idle workers until the idle timeout.
+type Pool struct {
+	core   core[task]
+	parent *Pool
+
+	mu       sync.Mutex
+	children map[*Pool]struct{}
+}
+
+// task is what a Pool's queue holds. Plain tasks are funcTask values, which fit in the
+// interface without an allocation (a func value is one pointer); futures and group tasks
+// implement it themselves, so they cost no extra closure.
+type task interface{ run() }
+
+type funcTask func()
+
+func (f funcTask) run() { f() }
+
+func runTask(t task) { t.run() }
+
+// New returns a pool that runs at most maxWorkers tasks at a time. It panics if maxWorkers is
+// less than 1 or an option is out of range. Workers start lazily, except the ones
+// [WithMinWorkers] asks for.
+func New(maxWorkers int, opts ...Option) *Pool {
+	c := newConfig("New", maxWorkers, opts)
+	p := &Pool{}
+	p.core.init(c, engineConfig(c, maxWorkers, runTask), p.Stop)
+	return p
+}
+
+// Submit queues task to run on a worker. A nil error means the task was accepted and will run
+// exactly once, even if the pool is stopped or resized afterwards. Submit blocks only while a
+// bounded queue ([WithQueueSize]) is full; under [WithNonBlocking] it returns [ErrQueueFull]
+// instead. After [Pool.Stop] it returns [ErrStopped]; for a nil task, [ErrNilTask]. On error
+// the task was not accepted and never runs.
+//
+// The return of Submit synchronizes before the start of the task. If the task panics, the
+// panic goes to the panic handler ([WithPanicHandler]) and the worker keeps serving.
+// Submit allocates nothing beyond the caller's closure (BenchmarkSubmit).
+func (p *Pool) Submit(task func()) error {
+	if task == nil {
+		return ErrNilTask
+	}
+	return p.core.submit(nil, funcTask(task), true)
+}
+
+// TrySubmit queues task if it can do so without blocking and reports whether it did. It
+// returns false when the bounded queue is full, the pool is stopped, or task is nil; the task
+// then never runs.
+func (p *Pool) TrySubmit(task func()) bool {
+	return task != nil && p.core.submit(nil, funcTask(task), false) == nil
+}
+
+// SubmitContext is [Pool.Submit] that gives up waiting for room in a full queue when ctx
+// ends. It then returns an error that matches ctx.Err() under [errors.Is], and the task never
+// runs. If ctx has already ended, SubmitContext returns that error at once without accepting
+// the task.
+func (p *Pool) SubmitContext(ctx context.Context, task func()) error {
+	if task == nil {
+		return ErrNilTask
+	}
+	return p.core.submitContext(ctx, funcTask(task))
+}
+
+// Wait blocks until every task accepted so far has finished, including tasks accepted while
+// it waits. The pool stays usable. The return of each task synchronizes before the return of
+// the Wait call that waits for it. Calling Wait from a task of the same pool never returns,
+// since that task has not finished.
+func (p *Pool) Wait() { p.core.wait() }
+
+// Stop stops the pool from accepting tasks and returns at once. Tasks already accepted still
+// run, on the workers the pool has; submitters blocked on a full queue return [ErrStopped].
+// Stop also stops the pool's sub-pools ([Pool.Sub]). A second Stop does nothing. It is safe
+// to call from a task.
+func (p *Pool) Stop() {
+	p.core.stop()
+	p.mu.Lock()
+	children := p.children
+	p.children = nil
+	p.mu.Unlock()
+	for c := range children {
+		c.Stop()
+	}
+	if p.parent != nil {
+		p.parent.mu.Lock()
+		delete(p.parent.children, p)
+		p.parent.mu.Unlock()
+	}
+}
+
+// StopAndWait stops the pool as [Pool.Stop] does, then waits until every accepted task has
+// finished and every worker goroutine of the pool has exited.
+func (p *Pool) StopAndWait() {
+	p.Stop()
+	<-p.core.e.Exited()
+}
+
+// Shutdown stops the pool as [Pool.Stop] does and waits, like [Pool.StopAndWait], for the
+// accepted tasks to finish, but no longer than ctx allows: if ctx ends first it returns
+// ctx.Err(), and the remaining tasks still run in the background. It mirrors
+// net/http.Server.Shutdown.
+func (p *Pool) Shutdown(ctx context.Context) error {
+	p.Stop()
+	return p.core.awaitExit(ctx)
+}
+
+// Resize sets the worker limit to maxWorkers. Growing starts queued tasks on new workers at
+// once and returns without waiting. Shrinking makes idle workers above the limit exit and
+// waits until the busy ones above it have finished their task, so from the moment Resize
+// returns no more than maxWorkers tasks run; no task is lost or run twice. A growing Resize is
+// safe to call from a task; a shrinking one called from a task may wait for that very task,
+// and then never returns. It panics if maxWorkers is less than 1.
+func (p *Pool) Resize(maxWorkers int) { p.core.resize(maxWorkers) }
+
+// Stats returns a consistent snapshot of the pool's counters; see [Stats]. It takes one short
+// lock and is safe to call from a task.
+func (p *Pool) Stats() Stats { return statsOf(p.core.e.Counters()) }
+
+// Sub returns a sub-pool that runs its tasks on p's workers, at most maxWorkers of them at a
+// time. Tasks of p and of all its sub-pools together never exceed p's limit, whatever the
+// sub-pool's own. A sub-pool has p's panic handler and an unbounded queue, and the full
+// [Pool] API: it can be resized, stopped (which leaves p and its other sub-pools working) and
+// have sub-pools of its own. Stopping p stops its sub-pools; their accepted tasks still run.
+// It panics if maxWorkers is less than 1.
+//
+// A sub-pool's worker is a task of p that runs the sub-pool's queued tasks one after another
+// and returns when the queue is empty; it may wait in p's queue like any task of p.
+func (p *Pool) Sub(maxWorkers int) *Pool {
+	c := newConfig("Sub", maxWorkers, nil)
+	c.panicHandler = p.core.cfg.panicHandler
+	c.now = p.core.cfg.now
+	child := &Pool{parent: p}
+	ec := engineConfig(c, maxWorkers, runTask)
+	ec.Start = func(first task) {
+		p.core.e.Forward(&subWorker{e: child.core.e, first: first})
+	}
+	child.core.init(c, ec, nil)
+
+	p.mu.Lock()
+	if p.children == nil {
+		p.children = make(map[*Pool]struct{})
+	}
+	p.children[child] = struct{}{}
+	p.mu.Unlock()
+	if p.core.e.Stopped() {
+		child.Stop()
+	}
+	return child
+}
+
+// subWorker is one worker of a sub-pool, running as a task of the parent.
+type subWorker struct {
+	e     *worker.Engine[task]
+	first task
+}
+
+func (w *subWorker) run() { w.e.Serve(w.first) }
+
+// submitTask queues an internal task (a future's or a group's) on p.
+func (p *Pool) submitTask(ctx context.Context, t task) error {
+	return p.core.submit(ctx, t, true)
+}
+
+// core is what Pool and FuncPool share: the engine and the pool's lifecycle around it.
+type core[T any] struct {
+	e       *worker.Engine[T]
+	cfg     config
+	ctxDone <-chan struct{} // the WithContext context's Done, or nil
+	stopCtx func() bool     // unregisters the WithContext hook
+}
+
+func (c *core[T]) init(cfg config, ec worker.Config[T], stop func()) {
+	c.cfg = cfg
+	c.e = worker.New(ec)
+	if cfg.ctx != nil && stop != nil {
+		c.ctxDone = cfg.ctx.Done()
+		c.stopCtx = context.AfterFunc(cfg.ctx, stop)
+	}
+}
+
+// submit offers arg to the engine, waiting for queue room if wait is set (and until ctx
+// ends, if ctx is not nil).
+func (c *core[T]) submit(ctx context.Context, arg T, wait bool) error {
+	if c.ctxDone != nil {
+		// The pool's context may have ended a moment before its AfterFunc stops the pool;
+		// a submit in between must not be accepted. A non-blocking receive is one atomic load.
+		select {
+		case <-c.ctxDone:
+			c.e.Stop()
+			return ErrStopped
+		default:
+		}
+	}
+	switch c.e.Submit(ctx, arg, wait) {
+	case worker.Accepted:
+		return nil
+	case worker.Stopped:
+		return ErrStopped
+	case worker.Full:
+		return ErrQueueFull
+	default:
+		return fmt.Errorf("crew: submit canceled: %w", ctx.Err())
+	}
+}
+
+func (c *core[T]) submitContext(ctx context.Context, arg T) error {
+	if ctx == nil {
+		panic("crew: SubmitContext: ctx must not be nil")
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("crew: submit canceled: %w", ctx.Err())
+	}
+	return c.submit(ctx, arg, true)
+}
+
+func (c *core[T]) wait() {
+	if ch := c.e.Drained(); ch != nil {
+		<-ch
+	}
+}
+
+func (c *core[T]) stop() {
+	c.e.Stop()
+	if c.stopCtx != nil {
+		c.stopCtx()
+	}
+}
+
+func (c *core[T]) awaitExit(ctx context.Context) error {
+	select {
+	case <-c.e.Exited():
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (c *core[T]) resize(maxWorkers int) {
+	if maxWorkers < 1 {
+		panic(fmt.Sprintf("crew: Resize: maxWorkers must be >= 1, got %d", maxWorkers))
+	}
+	c.e.Resize(maxWorkers)
+}
