@@ -2,4 +2,4 @@ module github.com/crewgo/crew
 
 go 1.23
 
-require go.uber.org/goleak v1.3.0 // indirect
+require go.uber.org/goleak v1.3.0

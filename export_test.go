@@ -1,0 +1,12 @@
+package crew
+
+import "time"
+
+// WithClock replaces the clock the pool reads for idle reaping.
+func WithClock(now func() time.Time) Option {
+	return func(c *config) { c.now = now }
+}
+
+// ReapIdle runs one idle-reaping pass as if the clock read now, and returns how many workers
+// it dismissed.
+func ReapIdle(p *Pool, now time.Time) int { return p.core.e.ReapIdle(now) }
