@@ -283,7 +283,7 @@ func TestSubmitContextWithEndedContextAcceptsNothing(t *testing.T) {
 func TestStopRunsAcceptedTasks(t *testing.T) {
 	t.Parallel()
 	const n = 1000
-	p := crew.New(2)
+	p := crew.New(1)
 	var ran atomic.Int32
 	task, started, release := blocker()
 	p.Submit(task)
