@@ -33,13 +33,13 @@ func NewFunc[T any](maxWorkers int, fn func(T), opts ...Option) *FuncPool[T] {
 // called with arg. A nil pointer or interface is an argument like any other. The return of
 // Invoke synchronizes before the start of the call. It allocates nothing in steady state.
 func (p *FuncPool[T]) Invoke(arg T) error {
-	return p.core.submit(nil, arg, true)
+	return p.core.submit(arg, true)
 }
 
 // TryInvoke queues a call of fn with arg if it can without blocking, and reports whether it
 // did. It returns false when the bounded queue is full or the pool is stopped.
 func (p *FuncPool[T]) TryInvoke(arg T) bool {
-	return p.core.submit(nil, arg, false) == nil
+	return p.core.submit(arg, false) == nil
 }
 
 // InvokeContext is [FuncPool.Invoke] that gives up waiting for room in a full queue when ctx

@@ -58,14 +58,14 @@ func (p *Pool) Submit(task func()) error {
 	if task == nil {
 		return ErrNilTask
 	}
-	return p.core.submit(nil, funcTask(task), true)
+	return p.core.submit(funcTask(task), true)
 }
 
 // TrySubmit queues task if it can do so without blocking and reports whether it did. It
 // returns false when the bounded queue is full, the pool is stopped, or task is nil; the task
 // then never runs.
 func (p *Pool) TrySubmit(task func()) bool {
-	return task != nil && p.core.submit(nil, funcTask(task), false) == nil
+	return task != nil && p.core.submit(funcTask(task), false) == nil
 }
 
 // SubmitContext is [Pool.Submit] that gives up waiting for room in a full queue when ctx
@@ -173,9 +173,12 @@ type subWorker struct {
 
 func (w *subWorker) run() { w.e.Serve(w.first) }
 
-// submitTask queues an internal task (a future's or a group's) on p.
+// submitTask queues an internal task (a future's or a group's) on p, waiting for queue room
+// until ctx ends.
+//
+//lint:ignore U1000 the entry point of futures and groups
 func (p *Pool) submitTask(ctx context.Context, t task) error {
-	return p.core.submit(ctx, t, true)
+	return p.core.submitContext(ctx, t)
 }
 
 // core is what Pool and FuncPool share: the engine and the pool's lifecycle around it.
@@ -195,20 +198,40 @@ func (c *core[T]) init(cfg config, ec worker.Config[T], stop func()) {
 	}
 }
 
-// submit offers arg to the engine, waiting for queue room if wait is set (and until ctx
-// ends, if ctx is not nil).
-func (c *core[T]) submit(ctx context.Context, arg T, wait bool) error {
+// submit offers arg to the engine, waiting for queue room if wait is set.
+func (c *core[T]) submit(arg T, wait bool) error {
+	return c.result(c.offer(arg, wait, nil), nil)
+}
+
+// submitContext offers arg to the engine, waiting for queue room until ctx ends.
+func (c *core[T]) submitContext(ctx context.Context, arg T) error {
+	if ctx == nil {
+		panic("crew: SubmitContext: ctx must not be nil")
+	}
+	if ctx.Err() != nil {
+		return c.result(worker.Canceled, ctx)
+	}
+	return c.result(c.offer(arg, true, ctx.Done()), ctx)
+}
+
+func (c *core[T]) offer(arg T, wait bool, done <-chan struct{}) worker.Result {
 	if c.ctxDone != nil {
 		// The pool's context may have ended a moment before its AfterFunc stops the pool;
 		// a submit in between must not be accepted. A non-blocking receive is one atomic load.
 		select {
 		case <-c.ctxDone:
 			c.e.Stop()
-			return ErrStopped
+			return worker.Stopped
 		default:
 		}
 	}
-	switch c.e.Submit(ctx, arg, wait) {
+	return c.e.Submit(arg, wait, done)
+}
+
+// result turns an engine's answer into the error the API promises. ctx is the submit's
+// context, needed only for Canceled.
+func (c *core[T]) result(r worker.Result, ctx context.Context) error {
+	switch r {
 	case worker.Accepted:
 		return nil
 	case worker.Stopped:
@@ -218,16 +241,6 @@ func (c *core[T]) submit(ctx context.Context, arg T, wait bool) error {
 	default:
 		return fmt.Errorf("crew: submit canceled: %w", ctx.Err())
 	}
-}
-
-func (c *core[T]) submitContext(ctx context.Context, arg T) error {
-	if ctx == nil {
-		panic("crew: SubmitContext: ctx must not be nil")
-	}
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("crew: submit canceled: %w", ctx.Err())
-	}
-	return c.submit(ctx, arg, true)
 }
 
 func (c *core[T]) wait() {

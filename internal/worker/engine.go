@@ -7,7 +7,6 @@
 package worker
 
 import (
-	"context"
 	"log/slog"
 	"runtime/debug"
 	"sync"
@@ -108,8 +107,8 @@ func New[T any](cfg Config[T]) *Engine[T] {
 
 // Submit offers arg to the engine. With wait false it never blocks; with wait true it blocks
 // while a bounded queue is full (unless the engine is NonBlocking) until there is room, the
-// engine stops, or ctx (which may be nil) ends.
-func (e *Engine[T]) Submit(ctx context.Context, arg T, wait bool) Result {
+// engine stops, or done (which may be nil) is closed.
+func (e *Engine[T]) Submit(arg T, wait bool, done <-chan struct{}) Result {
 	e.mu.Lock()
 	if e.stopped {
 		e.mu.Unlock()
@@ -145,7 +144,7 @@ func (e *Engine[T]) Submit(ctx context.Context, arg T, wait bool) Result {
 		e.mu.Unlock()
 		return Full
 	}
-	return e.block(ctx, arg) // unlocks
+	return e.block(arg, done) // unlocks
 }
 
 // Forward accepts arg whatever the queue bound and even after Stop. Sub-pools use it to run

@@ -1,9 +1,6 @@
 package worker
 
-import (
-	"context"
-	"sync"
-)
+import "sync"
 
 // waiter is a submitter blocked on a full queue. The worker that makes room moves the
 // waiter's task into the queue on its behalf and tells it so, which keeps blocked submitters
@@ -66,18 +63,14 @@ func getWaiter[T any]() *waiter[T] {
 	return &waiter[T]{result: make(chan Result, 1)}
 }
 
-// block parks the calling submitter until its task is accepted, the engine stops or ctx ends.
-// It is entered with e.mu held and releases it.
-func (e *Engine[T]) block(ctx context.Context, arg T) Result {
+// block parks the calling submitter until its task is accepted, the engine stops or done is
+// closed. It is entered with e.mu held and releases it.
+func (e *Engine[T]) block(arg T, done <-chan struct{}) Result {
 	w := getWaiter[T]()
 	w.arg = arg
 	e.blocked.push(w)
 	e.mu.Unlock()
 
-	var done <-chan struct{}
-	if ctx != nil {
-		done = ctx.Done()
-	}
 	var r Result
 	select {
 	case r = <-w.result:

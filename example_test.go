@@ -1,0 +1,234 @@
+package crew_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/crewgo/crew"
+)
+
+func ExampleNew() {
+	pool := crew.New(4) // at most 4 tasks run at once
+	defer pool.StopAndWait()
+
+	var sum atomic.Int64
+	for i := 1; i <= 100; i++ {
+		pool.Submit(func() { sum.Add(int64(i)) })
+	}
+	pool.Wait()
+	fmt.Println(sum.Load())
+	// Output: 5050
+}
+
+func ExamplePool_Submit_bounded() {
+	// At most 2 tasks run and 8 wait; a ninth waiting task makes Submit block.
+	pool := crew.New(2, crew.WithQueueSize(8))
+	var done atomic.Int32
+	for range 100 {
+		if err := pool.Submit(func() { done.Add(1) }); err != nil {
+			fmt.Println(err)
+		}
+	}
+	pool.StopAndWait()
+	fmt.Println(done.Load())
+	// Output: 100
+}
+
+func ExamplePool_TrySubmit() {
+	pool := crew.New(1, crew.WithQueueSize(1))
+	release := make(chan struct{})
+	started := make(chan struct{})
+	pool.Submit(func() { close(started); <-release }) // occupies the only worker
+	<-started
+	fmt.Println(pool.TrySubmit(func() {})) // takes the only queue slot
+	fmt.Println(pool.TrySubmit(func() {})) // the queue is full
+	close(release)
+	pool.StopAndWait()
+	// Output:
+	// true
+	// false
+}
+
+func ExamplePool_SubmitContext() {
+	pool := crew.New(1, crew.WithQueueSize(1))
+	release := make(chan struct{})
+	started := make(chan struct{})
+	pool.Submit(func() { close(started); <-release })
+	<-started
+	pool.Submit(func() {}) // the queue is now full
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	err := pool.SubmitContext(ctx, func() {})
+	fmt.Println(errors.Is(err, context.DeadlineExceeded))
+	close(release)
+	pool.StopAndWait()
+	// Output: true
+}
+
+func ExamplePool_Submit_nonBlocking() {
+	pool := crew.New(1, crew.WithQueueSize(1), crew.WithNonBlocking())
+	release := make(chan struct{})
+	started := make(chan struct{})
+	pool.Submit(func() { close(started); <-release })
+	<-started
+	fmt.Println(pool.Submit(func() {}))
+	fmt.Println(pool.Submit(func() {}))
+	close(release)
+	pool.StopAndWait()
+	// Output:
+	// <nil>
+	// crew: queue is full
+}
+
+func ExamplePool_Wait() {
+	pool := crew.New(2)
+	defer pool.StopAndWait()
+	var n atomic.Int32
+	for batch := 1; batch <= 2; batch++ {
+		for range 10 {
+			pool.Submit(func() { n.Add(1) })
+		}
+		pool.Wait() // the pool stays usable
+		fmt.Println("batch", batch, "done:", n.Load())
+	}
+	// Output:
+	// batch 1 done: 10
+	// batch 2 done: 20
+}
+
+func ExamplePool_Stop() {
+	pool := crew.New(2)
+	pool.Submit(func() {})
+	pool.Stop() // accepted tasks still run
+	fmt.Println(pool.Submit(func() {}))
+	pool.StopAndWait()
+	// Output: crew: pool is stopped
+}
+
+func ExamplePool_StopAndWait() {
+	pool := crew.New(2)
+	var n atomic.Int32
+	for range 10 {
+		pool.Submit(func() { time.Sleep(time.Millisecond); n.Add(1) })
+	}
+	pool.StopAndWait() // every accepted task has finished
+	fmt.Println(n.Load())
+	// Output: 10
+}
+
+func ExamplePool_Shutdown() {
+	pool := crew.New(1)
+	pool.Submit(func() { time.Sleep(50 * time.Millisecond) })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+	defer cancel()
+	fmt.Println(pool.Shutdown(ctx)) // the task outlasts the deadline
+	fmt.Println(pool.Shutdown(context.Background()))
+	// Output:
+	// context deadline exceeded
+	// <nil>
+}
+
+func ExamplePool_Resize() {
+	pool := crew.New(1)
+	defer pool.StopAndWait()
+	pool.Resize(8)
+	fmt.Println(pool.Stats().MaxWorkers)
+	// Output: 8
+}
+
+func ExamplePool_Stats() {
+	pool := crew.New(2)
+	for range 5 {
+		pool.Submit(func() {})
+	}
+	pool.StopAndWait()
+	s := pool.Stats()
+	fmt.Println(s.Submitted, s.Completed, s.Running)
+	// Output: 5 5 0
+}
+
+func ExamplePool_Sub() {
+	pool := crew.New(4)    // 4 workers in all
+	reports := pool.Sub(1) // reports use at most 1 of them
+	var n atomic.Int32
+	for range 3 {
+		reports.Submit(func() { n.Add(1) })
+		pool.Submit(func() { n.Add(1) })
+	}
+	reports.Wait()
+	pool.StopAndWait() // also stops reports
+	fmt.Println(n.Load())
+	// Output: 6
+}
+
+func ExampleNewFunc() {
+	var total atomic.Int64
+	pool := crew.NewFunc(4, func(n int64) { total.Add(n) })
+	for i := int64(1); i <= 10; i++ {
+		pool.Invoke(i)
+	}
+	pool.StopAndWait()
+	fmt.Println(total.Load())
+	// Output: 55
+}
+
+func ExampleFuncPool_Invoke() {
+	type job struct{ id int }
+	var seen atomic.Int32
+	pool := crew.NewFunc(2, func(j *job) { seen.Add(int32(j.id)) })
+	pool.Invoke(&job{id: 40})
+	pool.Invoke(&job{id: 2})
+	pool.StopAndWait()
+	fmt.Println(seen.Load())
+	// Output: 42
+}
+
+func ExampleFuncPool_TryInvoke() {
+	pool := crew.NewFunc(1, func(string) {})
+	pool.Stop()
+	fmt.Println(pool.TryInvoke("late"))
+	pool.StopAndWait()
+	// Output: false
+}
+
+func ExampleWithPanicHandler() {
+	pool := crew.New(1, crew.WithPanicHandler(func(v any, stack []byte) {
+		fmt.Println("recovered:", v)
+	}))
+	pool.Submit(func() { panic("oops") })
+	pool.StopAndWait()
+	fmt.Println(pool.Stats().Panicked)
+	// Output:
+	// recovered: oops
+	// 1
+}
+
+func ExampleWithContext() {
+	ctx, cancel := context.WithCancel(context.Background())
+	pool := crew.New(2, crew.WithContext(ctx))
+	cancel() // stops the pool as Stop does
+	fmt.Println(pool.Submit(func() {}))
+	pool.StopAndWait()
+	// Output: crew: pool is stopped
+}
+
+func ExampleWithMinWorkers() {
+	pool := crew.New(8, crew.WithMinWorkers(2), crew.WithIdleTimeout(time.Minute))
+	defer pool.StopAndWait()
+	fmt.Println(pool.Stats().Idle) // started with the pool
+	// Output: 2
+}
+
+func ExamplePanicError() {
+	err := error(&crew.PanicError{Value: errors.New("disk full")})
+	fmt.Println(err)
+	var pe *crew.PanicError
+	fmt.Println(errors.As(err, &pe), pe.Value)
+	// Output:
+	// crew: task panicked: disk full
+	// true disk full
+}
