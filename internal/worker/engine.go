@@ -60,6 +60,7 @@ type Engine[T any] struct {
 	blocked waiterList[T]
 	max     int
 	workers int // alive, idle ones included
+	waking  int // handed a task or started, and not yet begun: see route
 	pending int // accepted and not yet finished: queued or running
 	reaping bool
 	stopped bool
@@ -114,62 +115,105 @@ func (e *Engine[T]) Submit(arg T, wait bool, done <-chan struct{}) Result {
 		e.mu.Unlock()
 		return Stopped
 	}
-	if n := len(e.idle); n > 0 {
-		// Fast path: hand the task straight to the most recently parked worker. Its stack
-		// and caches are the warmest, and the ones at the bottom are left to the reaper.
-		w := e.idle[n-1]
-		e.idle[n-1] = nil
-		e.idle = e.idle[:n-1]
-		e.accept()
-		w.arg = arg
-		e.mu.Unlock()
-		w.wake <- struct{}{} // buffered, never blocks: a parked worker has an empty wake
-		return Accepted
+	w, spawn, ok := e.route(arg, true)
+	if !ok {
+		if !wait || e.cfg.NonBlocking {
+			e.rejected++
+			e.mu.Unlock()
+			return Full
+		}
+		return e.block(arg, done) // unlocks
 	}
-	if e.workers < e.max {
-		e.workers++
-		e.accept()
-		e.mu.Unlock()
-		e.start(arg)
-		return Accepted
-	}
-	if e.cfg.QueueSize == 0 || e.queue.Len() < e.cfg.QueueSize {
-		e.queue.Push(arg)
-		e.accept()
-		e.mu.Unlock()
-		return Accepted
-	}
-	if !wait || e.cfg.NonBlocking {
-		e.rejected++
-		e.mu.Unlock()
-		return Full
-	}
-	return e.block(arg, done) // unlocks
+	e.mu.Unlock()
+	e.launch(w, spawn, arg)
+	return Accepted
 }
 
 // Forward accepts arg whatever the queue bound and even after Stop. Sub-pools use it to run
 // their accepted tasks on the parent's workers: refusing them would lose accepted work.
 func (e *Engine[T]) Forward(arg T) {
 	e.mu.Lock()
-	if n := len(e.idle); n > 0 {
-		w := e.idle[n-1]
-		e.idle[n-1] = nil
-		e.idle = e.idle[:n-1]
-		e.accept()
-		w.arg = arg
-		e.mu.Unlock()
-		w.wake <- struct{}{}
-		return
+	w, spawn, _ := e.route(arg, false)
+	e.mu.Unlock()
+	e.launch(w, spawn, arg)
+}
+
+// route accepts arg and decides where it runs: on the parked worker w, on a new worker
+// (spawn), or from the queue. With bounded set, a full queue that no worker can relieve makes
+// it return ok false without accepting. Callers hold e.mu and call launch after unlocking.
+//
+// The waking gate: while some worker has been handed a task or started but has not yet begun
+// running (e.waking > 0), route queues arg instead of waking another goroutine, and that
+// worker wakes the next one itself if tasks are still queued when it begins (see begin). The
+// obvious "wake an idle worker per task" costs a goroutine wake-up, about a microsecond, per
+// task: for small tasks more than the task, and it spreads a burst over many cold workers.
+// With the gate, a burst is drained by a few running workers while more join one by one, as
+// the Go scheduler does with spinning threads. TestSubmitRunsAcceptedTaskExactlyOnce and the
+// stress suite guard it; BenchmarkSubmit/workers=1024 measures it.
+func (e *Engine[T]) route(arg T, bounded bool) (w *worker[T], spawn, ok bool) {
+	room := !bounded || e.cfg.QueueSize == 0 || e.queue.Len() < e.cfg.QueueSize
+	if e.waking == 0 || !room {
+		if n := len(e.idle); n > 0 {
+			// The most recently parked worker: its stack and caches are the warmest, and
+			// the ones at the bottom of the stack are left to the reaper.
+			w = e.idle[n-1]
+			e.idle[n-1] = nil
+			e.idle = e.idle[:n-1]
+			w.arg = arg
+			e.waking++
+			e.accept()
+			return w, false, true
+		}
+		if e.workers < e.max {
+			e.workers++
+			e.waking++
+			e.accept()
+			return nil, true, true
+		}
 	}
-	e.accept()
-	if e.workers < e.max {
-		e.workers++
-		e.mu.Unlock()
-		e.start(arg)
-		return
+	if !room {
+		return nil, false, false
 	}
 	e.queue.Push(arg)
+	e.accept()
+	return nil, false, true
+}
+
+// launch carries out route's decision once the lock is released.
+func (e *Engine[T]) launch(w *worker[T], spawn bool, arg T) {
+	switch {
+	case w != nil:
+		w.wake <- struct{}{} // buffered, never blocks: a parked worker's wake is empty
+	case spawn:
+		e.start(arg)
+	}
+}
+
+// begin is called by a worker that was handed a task or started, before it runs the task.
+// If tasks are still queued and no other worker is waking, it wakes (or starts) one more
+// with the oldest queued task: the other half of the waking gate in route.
+func (e *Engine[T]) begin() {
+	e.mu.Lock()
+	e.waking--
+	var w *worker[T]
+	var spawn bool
+	var arg T
+	if e.waking == 0 && e.queue.Len() > 0 {
+		if n := len(e.idle); n > 0 {
+			w = e.idle[n-1]
+			e.idle[n-1] = nil
+			e.idle = e.idle[:n-1]
+			w.arg, _ = e.dequeue()
+			e.waking++
+		} else if e.workers < e.max {
+			arg, _ = e.dequeue()
+			e.workers++
+			e.waking++
+			spawn = true
+		}
+	}
 	e.mu.Unlock()
+	e.launch(w, spawn, arg)
 }
 
 // accept counts one accepted task. Callers hold e.mu.
@@ -195,12 +239,18 @@ func (e *Engine[T]) Serve(first T) {
 // parked is the body of a worker started idle.
 func (e *Engine[T]) parked(w *worker[T]) {
 	if arg, ok := e.wait(w); ok {
-		e.serve(w, arg)
+		e.serveBegun(w, arg)
 	}
 }
 
 // serve runs tasks until the worker exits. w is nil for a worker that must not park.
 func (e *Engine[T]) serve(w *worker[T], arg T) {
+	e.begin()
+	e.serveBegun(w, arg)
+}
+
+// serveBegun is serve for a worker that has already called begin.
+func (e *Engine[T]) serveBegun(w *worker[T], arg T) {
 	for {
 		if !e.runUntilPanic(w, arg) {
 			return
@@ -302,6 +352,7 @@ func (e *Engine[T]) goexit() {
 		e.mu.Unlock()
 		return
 	}
+	e.waking++
 	e.mu.Unlock()
 	e.start(arg) // the exiting worker's place goes to a new one
 }
@@ -333,10 +384,15 @@ func (e *Engine[T]) park(w *worker[T]) {
 // wait blocks a parked worker until it gets a task (true) or must exit (false).
 func (e *Engine[T]) wait(w *worker[T]) (T, bool) {
 	<-w.wake
+	if w.exit {
+		var zero T
+		return zero, false
+	}
 	arg := w.arg
 	var zero T
 	w.arg = zero
-	return arg, !w.exit
+	e.begin()
+	return arg, true
 }
 
 // exit removes the calling worker from the count. Callers hold e.mu.
@@ -448,6 +504,7 @@ func (e *Engine[T]) Resize(n int) {
 			break
 		}
 		e.workers++
+		e.waking++
 		starts = append(starts, arg)
 	}
 	e.mu.Unlock()
