@@ -232,3 +232,79 @@ func ExamplePanicError() {
 	// crew: task panicked: disk full
 	// true disk full
 }
+
+func ExampleWithQueueSize() {
+	// Two tasks may wait; with the worker busy, a third waiting task is refused by TrySubmit.
+	pool := crew.New(1, crew.WithQueueSize(2))
+	release := make(chan struct{})
+	started := make(chan struct{})
+	pool.Submit(func() { close(started); <-release })
+	<-started
+	fmt.Println(pool.TrySubmit(func() {}), pool.TrySubmit(func() {}), pool.TrySubmit(func() {}))
+	close(release)
+	pool.StopAndWait()
+	// Output: true true false
+}
+
+func ExampleWithNonBlocking() {
+	pool := crew.New(1, crew.WithQueueSize(1), crew.WithNonBlocking())
+	release := make(chan struct{})
+	started := make(chan struct{})
+	pool.Submit(func() { close(started); <-release })
+	<-started
+	pool.Submit(func() {})
+	err := pool.Submit(func() {})
+	fmt.Println(errors.Is(err, crew.ErrQueueFull))
+	close(release)
+	pool.StopAndWait()
+	// Output: true
+}
+
+func ExampleWithIdleTimeout() {
+	// Workers above the minimum exit as soon as they find nothing to do.
+	pool := crew.New(4, crew.WithIdleTimeout(0))
+	defer pool.StopAndWait()
+	pool.Submit(func() {})
+	pool.Wait()
+	for pool.Stats().Idle+pool.Stats().Running > 0 {
+		time.Sleep(time.Millisecond)
+	}
+	fmt.Println("no worker left")
+	// Output: no worker left
+}
+
+func ExampleFuncPool_InvokeContext() {
+	pool := crew.NewFunc(1, func(string) {})
+	defer pool.StopAndWait()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	err := pool.InvokeContext(ctx, "too late")
+	fmt.Println(errors.Is(err, context.Canceled))
+	// Output: true
+}
+
+func ExampleFuncPool_Shutdown() {
+	pool := crew.NewFunc(2, func(d time.Duration) { time.Sleep(d) })
+	pool.Invoke(time.Millisecond)
+	fmt.Println(pool.Shutdown(context.Background()))
+	// Output: <nil>
+}
+
+func ExampleStats() {
+	pool := crew.New(2, crew.WithPanicHandler(func(any, []byte) {}))
+	pool.Submit(func() {})
+	pool.Submit(func() { panic("lost") })
+	pool.StopAndWait()
+	s := pool.Stats()
+	fmt.Printf("submitted %d, completed %d, panicked %d\n", s.Submitted, s.Completed, s.Panicked)
+	// Output: submitted 2, completed 1, panicked 1
+}
+
+func ExampleErrStopped() {
+	pool := crew.New(1)
+	pool.StopAndWait()
+	if err := pool.Submit(func() {}); errors.Is(err, crew.ErrStopped) {
+		fmt.Println("the task was not accepted")
+	}
+	// Output: the task was not accepted
+}
