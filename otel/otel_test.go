@@ -1,0 +1,367 @@
+package crewotel_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"reflect"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/crewgo/crew"
+	crewotel "github.com/crewgo/crew/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/noop"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+)
+
+// Both pool types are stats sources, and a Registration is an io.Closer.
+var (
+	_ crewotel.StatsSource = (*crew.Pool)(nil)
+	_ crewotel.StatsSource = (*crew.FuncPool[int])(nil)
+	_ io.Closer            = (*crewotel.Registration)(nil)
+)
+
+// fixedSource reports the same snapshot every time.
+type fixedSource struct{ s crew.Stats }
+
+func (f fixedSource) Stats() crew.Stats { return f.s }
+
+// countingSource reports a snapshot whose every field is the number of calls so far, so a
+// collection that read it more than once would show different values.
+type countingSource struct{ calls atomic.Int64 }
+
+func (c *countingSource) Stats() crew.Stats {
+	n := c.calls.Add(1)
+	return crew.Stats{
+		MaxWorkers: int(n), Running: int(n), Idle: int(n), Waiting: int(n),
+		Submitted: uint64(n), Completed: uint64(n), Panicked: uint64(n), Rejected: uint64(n),
+	}
+}
+
+var (
+	upDownNames  = []string{"crew.workers.max", "crew.workers.running", "crew.workers.idle", "crew.tasks.waiting"}
+	counterNames = []string{"crew.tasks.submitted", "crew.tasks.completed", "crew.tasks.panicked", "crew.tasks.rejected"}
+)
+
+// newMeter returns a meter whose metrics the returned reader collects on demand.
+func newMeter(t *testing.T) (metric.Meter, *sdkmetric.ManualReader) {
+	t.Helper()
+	r := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(r))
+	t.Cleanup(func() {
+		if err := mp.Shutdown(context.Background()); err != nil {
+			t.Error(err)
+		}
+	})
+	return mp.Meter("crewotel_test"), r
+}
+
+// point is one data point: its instrument and its attributes, rendered.
+type point struct {
+	metric string
+	attrs  string
+}
+
+// collect runs one collection and returns every data point's value. It fails the test if an
+// instrument has the wrong kind, unit or monotonicity.
+func collect(t *testing.T, r *sdkmetric.ManualReader) map[point]int64 {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := r.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	monotonic := map[string]bool{}
+	for _, n := range upDownNames {
+		monotonic[n] = false
+	}
+	for _, n := range counterNames {
+		monotonic[n] = true
+	}
+	got := map[point]int64{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			wantMono, ok := monotonic[m.Name]
+			if !ok {
+				t.Errorf("unexpected instrument %q", m.Name)
+				continue
+			}
+			sum, ok := m.Data.(metricdata.Sum[int64])
+			if !ok {
+				t.Errorf("%s: data is %T, want metricdata.Sum[int64]", m.Name, m.Data)
+				continue
+			}
+			if sum.IsMonotonic != wantMono {
+				t.Errorf("%s: IsMonotonic = %v, want %v", m.Name, sum.IsMonotonic, wantMono)
+			}
+			if sum.Temporality != metricdata.CumulativeTemporality {
+				t.Errorf("%s: temporality %v, want cumulative", m.Name, sum.Temporality)
+			}
+			wantUnit := "{task}"
+			if strings.HasPrefix(m.Name, "crew.workers.") {
+				wantUnit = "{worker}"
+			}
+			if m.Unit != wantUnit {
+				t.Errorf("%s: unit %q, want %q", m.Name, m.Unit, wantUnit)
+			}
+			for _, dp := range sum.DataPoints {
+				got[point{m.Name, dp.Attributes.Encoded(attribute.DefaultEncoder())}] = dp.Value
+			}
+		}
+	}
+	return got
+}
+
+// points returns the data points a snapshot s of pool should produce.
+func points(attrs string, s crew.Stats) map[point]int64 {
+	return map[point]int64{
+		{"crew.workers.max", attrs}:     int64(s.MaxWorkers),
+		{"crew.workers.running", attrs}: int64(s.Running),
+		{"crew.workers.idle", attrs}:    int64(s.Idle),
+		{"crew.tasks.waiting", attrs}:   int64(s.Waiting),
+		{"crew.tasks.submitted", attrs}: int64(s.Submitted),
+		{"crew.tasks.completed", attrs}: int64(s.Completed),
+		{"crew.tasks.panicked", attrs}:  int64(s.Panicked),
+		{"crew.tasks.rejected", attrs}:  int64(s.Rejected),
+	}
+}
+
+func TestObserveReportsEveryStatsField(t *testing.T) {
+	meter, r := newMeter(t)
+	s := crew.Stats{
+		MaxWorkers: 8, Running: 5, Idle: 2, Waiting: 13,
+		Submitted: 1001, Completed: 950, Panicked: 3, Rejected: 17,
+	}
+	reg, err := crewotel.Observe(meter, "fixed", fixedSource{s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg.Unregister()
+	if got, want := collect(t, r), points("pool=fixed", s); !reflect.DeepEqual(got, want) {
+		t.Fatalf("collected %v\nwant %v", got, want)
+	}
+}
+
+func TestCallbackReadsOneSnapshotPerCollection(t *testing.T) {
+	meter, r := newMeter(t)
+	src := &countingSource{}
+	reg, err := crewotel.Observe(meter, "counting", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg.Unregister()
+	for n := 1; n <= 3; n++ {
+		got := collect(t, r)
+		if calls := src.calls.Load(); calls != int64(n) {
+			t.Fatalf("after %d collections: Stats called %d times, want %d", n, calls, n)
+		}
+		want := points("pool=counting", crew.Stats{
+			MaxWorkers: n, Running: n, Idle: n, Waiting: n,
+			Submitted: uint64(n), Completed: uint64(n), Panicked: uint64(n), Rejected: uint64(n),
+		})
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("collection %d: got %v\nwant %v", n, got, want)
+		}
+	}
+}
+
+// waitFor polls the pool's Stats until ok holds, failing the test after a deadline.
+func waitFor(t *testing.T, p crewotel.StatsSource, what string, ok func(crew.Stats) bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		s := p.Stats()
+		if ok(s) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s; last Stats %+v", what, s)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestObserveReportsPoolAfterKnownWorkload(t *testing.T) {
+	meter, r := newMeter(t)
+	panics := make(chan any, 1)
+	p := crew.New(2, crew.WithQueueSize(1), crew.WithNonBlocking(),
+		crew.WithPanicHandler(func(v any, _ []byte) { panics <- v }))
+	defer p.StopAndWait()
+	reg, err := crewotel.Observe(meter, "work", p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg.Unregister()
+
+	// Two tasks hold both workers, one waits in the queue, and a fourth finds it full.
+	release := make(chan struct{})
+	for range 2 {
+		if err := p.Submit(func() { <-release }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, p, "both workers running", func(s crew.Stats) bool { return s.Running == 2 })
+	if err := p.Submit(func() { panic("boom") }); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Submit(func() {}); err != crew.ErrQueueFull {
+		t.Fatalf("Submit on a full queue = %v, want ErrQueueFull", err)
+	}
+	busy := crew.Stats{MaxWorkers: 2, Running: 2, Idle: 0, Waiting: 1, Submitted: 3, Rejected: 1}
+	if got, want := collect(t, r), points("pool=work", busy); !reflect.DeepEqual(got, want) {
+		t.Fatalf("while busy: got %v\nwant %v", got, want)
+	}
+
+	close(release)
+	p.Wait()
+	if v := <-panics; v != "boom" {
+		t.Fatalf("panic handler got %v, want boom", v)
+	}
+	got := collect(t, r)
+	// Running and Idle are left out: how soon a worker that finished counts as idle is not
+	// part of Wait's contract.
+	want := points("pool=work", crew.Stats{MaxWorkers: 2, Submitted: 3, Completed: 2, Panicked: 1, Rejected: 1})
+	for _, n := range []string{"crew.workers.running", "crew.workers.idle"} {
+		delete(got, point{n, "pool=work"})
+		delete(want, point{n, "pool=work"})
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("after Wait: got %v\nwant %v", got, want)
+	}
+}
+
+func TestObserveReportsFuncPool(t *testing.T) {
+	meter, r := newMeter(t)
+	var sum atomic.Int64
+	p := crew.NewFunc(3, func(n int) { sum.Add(int64(n)) })
+	defer p.StopAndWait()
+	reg, err := crewotel.Observe(meter, "func", p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg.Unregister()
+	for i := 1; i <= 10; i++ {
+		if err := p.Invoke(i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.Wait()
+	if got := sum.Load(); got != 55 {
+		t.Fatalf("sum = %d, want 55", got)
+	}
+	got := collect(t, r)
+	for name, want := range map[string]int64{
+		"crew.workers.max": 3, "crew.tasks.submitted": 10, "crew.tasks.completed": 10,
+		"crew.tasks.panicked": 0, "crew.tasks.waiting": 0,
+	} {
+		if v, ok := got[point{name, "pool=func"}]; !ok || v != want {
+			t.Errorf("%s = %d (present %v), want %d", name, v, ok, want)
+		}
+	}
+}
+
+func TestUnregisterStopsObservingOnlyThatPool(t *testing.T) {
+	meter, r := newMeter(t)
+	a, b := &countingSource{}, &countingSource{}
+	regA, err := crewotel.Observe(meter, "a", a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	regB, err := crewotel.Observe(meter, "b", b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer regB.Close()
+	if got := collect(t, r); len(got) != 16 {
+		t.Fatalf("with two pools: %d data points, want 16: %v", len(got), got)
+	}
+
+	if err := regA.Unregister(); err != nil {
+		t.Fatal(err)
+	}
+	if err := regA.Close(); err != nil {
+		t.Fatalf("second Unregister (Close) = %v, want nil", err)
+	}
+	got := collect(t, r)
+	if calls := a.calls.Load(); calls != 1 {
+		t.Fatalf("unregistered pool's Stats called %d times, want 1", calls)
+	}
+	want := points("pool=b", crew.Stats{
+		MaxWorkers: 2, Running: 2, Idle: 2, Waiting: 2,
+		Submitted: 2, Completed: 2, Panicked: 2, Rejected: 2,
+	})
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("after unregistering a: got %v\nwant %v", got, want)
+	}
+}
+
+func TestWithAttributesAddsAttributes(t *testing.T) {
+	meter, r := newMeter(t)
+	reg, err := crewotel.Observe(meter, "labelled", fixedSource{crew.Stats{MaxWorkers: 4}},
+		crewotel.WithAttributes(attribute.String("shard", "7")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg.Unregister()
+	if v, ok := collect(t, r)[point{"crew.workers.max", "pool=labelled,shard=7"}]; !ok || v != 4 {
+		t.Fatalf("crew.workers.max{pool=labelled,shard=7} = %d (present %v), want 4", v, ok)
+	}
+}
+
+// failingMeter is a meter whose callback registration fails.
+type failingMeter struct{ noop.Meter }
+
+var errRegister = errors.New("register failed")
+
+func (failingMeter) RegisterCallback(metric.Callback, ...metric.Observable) (metric.Registration, error) {
+	return nil, errRegister
+}
+
+func TestObserveReturnsRegistrationError(t *testing.T) {
+	reg, err := crewotel.Observe(failingMeter{}, "p", fixedSource{})
+	if !errors.Is(err, errRegister) || reg != nil {
+		t.Fatalf("Observe = %v, %v; want nil, %v", reg, err, errRegister)
+	}
+}
+
+func TestObserveValidatesArguments(t *testing.T) {
+	meter := noop.NewMeterProvider().Meter("")
+	tests := []struct {
+		name      string
+		call      func()
+		wantPanic string
+	}{
+		{"empty name", func() { crewotel.Observe(meter, "", fixedSource{}) },
+			"crewotel: Observe: name must not be empty"},
+		{"nil source", func() { crewotel.Observe(meter, "p", nil) },
+			"crewotel: Observe: src must not be nil"},
+		{"nil meter", func() { crewotel.Observe(nil, "p", fixedSource{}) },
+			"crewotel: Observe: meter must not be nil"},
+		{"pool attribute", func() {
+			crewotel.Observe(meter, "p", fixedSource{}, crewotel.WithAttributes(attribute.String("pool", "q")))
+		}, `crewotel: Observe: WithAttributes must not set the "pool" attribute`},
+		{"valid", func() { crewotel.Observe(meter, "p", fixedSource{}) }, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := func() (v any) {
+				defer func() { v = recover() }()
+				tt.call()
+				return nil
+			}()
+			if tt.wantPanic == "" {
+				if got != nil {
+					t.Fatalf("panicked with %v, want no panic", got)
+				}
+				return
+			}
+			if got != tt.wantPanic {
+				t.Fatalf("panic = %v, want %q", got, tt.wantPanic)
+			}
+		})
+	}
+}
