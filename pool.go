@@ -173,14 +173,6 @@ type subWorker struct {
 
 func (w *subWorker) run() { w.e.Serve(w.first) }
 
-// submitTask queues an internal task (a future's or a group's) on p, waiting for queue room
-// until ctx ends.
-//
-//lint:ignore U1000 the entry point of futures and groups
-func (p *Pool) submitTask(ctx context.Context, t task) error {
-	return p.core.submitContext(ctx, t)
-}
-
 // core is what Pool and FuncPool share: the engine and the pool's lifecycle around it.
 type core[T any] struct {
 	e       *worker.Engine[T]

@@ -1,0 +1,141 @@
+package crew_test
+
+import (
+	"errors"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/crewgo/crew"
+)
+
+func TestGoReturnsFunctionResult(t *testing.T) {
+	t.Parallel()
+	p := crew.New(2)
+	defer p.StopAndWait()
+	boom := errors.New("boom")
+	ok := crew.Go(p, func() (int, error) { return 42, nil })
+	bad := crew.Go(p, func() (string, error) { return "partial", boom })
+	if v, err := ok.Wait(); v != 42 || err != nil {
+		t.Fatalf("Wait = %v, %v; want 42, nil", v, err)
+	}
+	if v, err := bad.Wait(); v != "partial" || !errors.Is(err, boom) {
+		t.Fatalf("Wait = %q, %v; want partial, boom", v, err)
+	}
+	// Wait may be called again, and Done is closed.
+	if v, _ := ok.Wait(); v != 42 {
+		t.Fatalf("second Wait = %v", v)
+	}
+	<-ok.Done()
+}
+
+func TestFutureDoneClosesWhenFunctionReturns(t *testing.T) {
+	t.Parallel()
+	p := crew.New(1)
+	defer p.StopAndWait()
+	release := make(chan struct{})
+	f := crew.Go(p, func() (int, error) { <-release; return 7, nil })
+	select {
+	case <-f.Done():
+		t.Fatal("Done closed before the function returned")
+	default:
+	}
+	close(release)
+	<-f.Done()
+	if v, err := f.Wait(); v != 7 || err != nil {
+		t.Fatalf("Wait = %v, %v", v, err)
+	}
+}
+
+func TestFuturePanicBecomesPanicError(t *testing.T) {
+	t.Parallel()
+	handled := make(chan any, 1)
+	p := crew.New(1, crew.WithPanicHandler(func(v any, _ []byte) { handled <- v }))
+	f := crew.Go(p, futurePanics)
+	_, err := f.Wait()
+	var pe *crew.PanicError
+	if !errors.As(err, &pe) || pe.Value != "future boom" {
+		t.Fatalf("Wait error = %v, want a *PanicError with the panic value", err)
+	}
+	if !strings.Contains(err.Error(), "future boom") || !strings.Contains(string(pe.Stack), "futurePanics") {
+		t.Fatalf("PanicError lacks the value or the panicking frame: %v\n%s", err, pe.Stack)
+	}
+	// The pool keeps working and its handler never saw the panic.
+	if v, err := crew.Go(p, func() (int, error) { return 1, nil }).Wait(); v != 1 || err != nil {
+		t.Fatalf("pool after a panicking future: %v, %v", v, err)
+	}
+	p.StopAndWait()
+	select {
+	case v := <-handled:
+		t.Fatalf("the pool's panic handler got %v", v)
+	default:
+	}
+}
+
+func futurePanics() (int, error) { panic("future boom") }
+
+func TestPanicErrorUnwrapsErrorValue(t *testing.T) {
+	t.Parallel()
+	p := crew.New(1)
+	defer p.StopAndWait()
+	sentinel := errors.New("sentinel")
+	_, err := crew.Go(p, func() (int, error) { panic(sentinel) }).Wait()
+	if !errors.Is(err, sentinel) {
+		t.Fatalf("errors.Is(%v, sentinel) = false", err)
+	}
+}
+
+func TestGoOnStoppedPoolReturnsErrStopped(t *testing.T) {
+	t.Parallel()
+	p := crew.New(1)
+	p.StopAndWait()
+	var ran atomic.Bool
+	f := crew.Go(p, func() (int, error) { ran.Store(true); return 1, nil })
+	<-f.Done()
+	if _, err := f.Wait(); !errors.Is(err, crew.ErrStopped) {
+		t.Fatalf("Wait = %v, want ErrStopped", err)
+	}
+	if ran.Load() {
+		t.Fatal("the function ran on a stopped pool")
+	}
+}
+
+func TestGoNilFunctionReturnsErrNilTask(t *testing.T) {
+	t.Parallel()
+	p := crew.New(1)
+	defer p.StopAndWait()
+	if _, err := crew.Go[int](p, nil).Wait(); !errors.Is(err, crew.ErrNilTask) {
+		t.Fatalf("Wait = %v, want ErrNilTask", err)
+	}
+}
+
+func TestFutureGoexitDoesNotHangWait(t *testing.T) {
+	t.Parallel()
+	p := crew.New(1)
+	defer p.StopAndWait()
+	_, err := crew.Go(p, func() (int, error) { runtime.Goexit(); return 0, nil }).Wait()
+	if err == nil || !strings.Contains(err.Error(), "Goexit") {
+		t.Fatalf("Wait = %v, want an error naming Goexit", err)
+	}
+	if v, err := crew.Go(p, func() (int, error) { return 3, nil }).Wait(); v != 3 || err != nil {
+		t.Fatalf("pool after Goexit: %v, %v", v, err)
+	}
+}
+
+func TestGoAllocatesOnlyTheFuture(t *testing.T) {
+	p := crew.New(2)
+	defer p.StopAndWait()
+	fn := func() (int, error) { return 1, nil }
+	for range 100 {
+		crew.Go(p, fn).Wait()
+	}
+	allocs := testing.AllocsPerRun(1000, func() {
+		if v, _ := crew.Go(p, fn).Wait(); v != 1 {
+			t.Fatal("wrong result")
+		}
+	})
+	if allocs > 1 {
+		t.Fatalf("Go allocates %.2f times per call, want at most 1 (the Future)", allocs)
+	}
+}

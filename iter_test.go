@@ -1,0 +1,198 @@
+package crew_test
+
+import (
+	"context"
+	"errors"
+	"iter"
+	"slices"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/crewgo/crew"
+)
+
+func TestMapKeepsInputOrder(t *testing.T) {
+	t.Parallel()
+	p := crew.New(4)
+	defer p.StopAndWait()
+	in := make([]int, 500)
+	for i := range in {
+		in[i] = i
+	}
+	out, err := crew.Map(context.Background(), p, in, func(_ context.Context, v int) (string, error) {
+		time.Sleep(time.Duration(v%7) * time.Microsecond)
+		return strconv.Itoa(v), nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range out {
+		if s != strconv.Itoa(i) {
+			t.Fatalf("out[%d] = %q", i, s)
+		}
+	}
+}
+
+func TestMapStopsSchedulingAtFirstError(t *testing.T) {
+	t.Parallel()
+	p := crew.New(2)
+	defer p.StopAndWait()
+	in := make([]int, 10000)
+	var calls atomic.Int32
+	boom := errors.New("boom")
+	out, err := crew.Map(context.Background(), p, in, func(_ context.Context, v int) (int, error) {
+		if calls.Add(1) == 10 {
+			return 0, boom
+		}
+		return 1, nil
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("Map error = %v, want boom", err)
+	}
+	if len(out) != len(in) {
+		t.Fatalf("len(out) = %d, want %d", len(out), len(in))
+	}
+	// At most the pool's limit of calls were in flight when the error came.
+	if c := calls.Load(); c > 10+2 {
+		t.Fatalf("%d calls made; scheduling went on after the first error", c)
+	}
+}
+
+func TestMapPanicBecomesPanicError(t *testing.T) {
+	t.Parallel()
+	p := crew.New(2)
+	defer p.StopAndWait()
+	_, err := crew.Map(context.Background(), p, []int{1, 2, 3}, func(_ context.Context, v int) (int, error) {
+		if v == 2 {
+			panic("map boom")
+		}
+		return v, nil
+	})
+	var pe *crew.PanicError
+	if !errors.As(err, &pe) || pe.Value != "map boom" {
+		t.Fatalf("Map error = %v, want *PanicError", err)
+	}
+}
+
+func TestMapOnStoppedPoolReturnsErrStopped(t *testing.T) {
+	t.Parallel()
+	p := crew.New(1)
+	p.StopAndWait()
+	_, err := crew.Map(context.Background(), p, []int{1}, func(context.Context, int) (int, error) {
+		t.Error("ran on a stopped pool")
+		return 0, nil
+	})
+	if !errors.Is(err, crew.ErrStopped) {
+		t.Fatalf("Map = %v, want ErrStopped", err)
+	}
+}
+
+// endless yields 0, 1, 2, ... until the consumer stops, counting what it yielded.
+func endless(pulled *atomic.Int64) iter.Seq[int] {
+	return func(yield func(int) bool) {
+		for i := 0; ; i++ {
+			pulled.Add(1)
+			if !yield(i) {
+				return
+			}
+		}
+	}
+}
+
+func TestForEachPullsOnlyAsFastAsWorkersFree(t *testing.T) {
+	t.Parallel()
+	const limit = 3
+	p := crew.New(limit)
+	defer p.StopAndWait()
+	ctx, cancel := context.WithCancel(context.Background())
+	var pulled, calls atomic.Int64
+	release := make(chan struct{})
+	done := make(chan error)
+	go func() {
+		done <- crew.ForEach(ctx, p, endless(&pulled), func(ctx context.Context, v int) error {
+			calls.Add(1)
+			<-release
+			return nil
+		})
+	}()
+	waitFor(t, "the workers to fill", func() bool { return calls.Load() == limit })
+	// Every worker is blocked: the sequence has been pulled at most once beyond them.
+	time.Sleep(5 * time.Millisecond)
+	if n := pulled.Load(); n > limit+1 {
+		t.Fatalf("pulled %d values with %d workers busy", n, limit)
+	}
+	cancel()
+	close(release)
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("ForEach = %v, want context.Canceled", err)
+	}
+	if n := pulled.Load(); n > calls.Load()+limit+1 {
+		t.Fatalf("pulled %d values for %d calls", n, calls.Load())
+	}
+}
+
+func TestForEachReturnsFirstError(t *testing.T) {
+	t.Parallel()
+	p := crew.New(2)
+	defer p.StopAndWait()
+	var pulled atomic.Int64
+	boom := errors.New("boom")
+	err := crew.ForEach(context.Background(), p, endless(&pulled), func(_ context.Context, v int) error {
+		if v == 100 {
+			return boom
+		}
+		return nil
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("ForEach = %v, want boom", err)
+	}
+}
+
+func TestForEachVisitsEveryValue(t *testing.T) {
+	t.Parallel()
+	p := crew.New(4)
+	defer p.StopAndWait()
+	var sum atomic.Int64
+	err := crew.ForEach(context.Background(), p, slices.Values([]int64{1, 2, 3, 4, 5}), func(_ context.Context, v int64) error {
+		sum.Add(v)
+		return nil
+	})
+	if err != nil || sum.Load() != 15 {
+		t.Fatalf("ForEach = %v, sum %d; want nil, 15", err, sum.Load())
+	}
+}
+
+func TestForEachPanicBecomesPanicError(t *testing.T) {
+	t.Parallel()
+	p := crew.New(2)
+	defer p.StopAndWait()
+	err := crew.ForEach(context.Background(), p, slices.Values([]int{1, 2}), func(context.Context, int) error {
+		panic("each boom")
+	})
+	var pe *crew.PanicError
+	if !errors.As(err, &pe) {
+		t.Fatalf("ForEach = %v, want *PanicError", err)
+	}
+}
+
+func TestForEachOnSubPoolRespectsSubPoolLimit(t *testing.T) {
+	t.Parallel()
+	p := crew.New(8)
+	defer p.StopAndWait()
+	sub := p.Sub(2)
+	var h highWater
+	err := crew.ForEach(context.Background(), sub, slices.Values(make([]int, 300)), func(context.Context, int) error {
+		h.enter()
+		time.Sleep(10 * time.Microsecond)
+		h.exit()
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := h.high.Load(); m > 2 {
+		t.Fatalf("%d calls at once on a sub-pool of 2", m)
+	}
+}
