@@ -22,6 +22,9 @@ func (e *Engine[T]) reap() {
 		dismissed, wait := e.evictIdle(e.cfg.Now())
 		if wait < 0 {
 			e.reaping = false
+			// The reaper may be the last goroutine of a stopped engine: the timer can win
+			// the select over a closed done. TestStopAndWaitReturnsWhenReaperIsLast.
+			e.checkExited()
 		}
 		e.mu.Unlock()
 		wakeAll(dismissed)
