@@ -29,4 +29,3 @@ func TestStopAndWaitReturnsWhenReaperIsLast(t *testing.T) {
 		}
 	}
 }
-

@@ -72,21 +72,22 @@ func runFuzzOps(t *testing.T, maxByte, queueByte byte, ops []byte) {
 		var ran atomic.Int64
 		var runs []*atomic.Int32 // one per task offered, accepted or not
 		var acceptedIDs []bool
-		task := func(id int) func() {
+		task := func(count *atomic.Int32) func() {
 			gateMu.Lock()
 			g := gate
 			gateMu.Unlock()
 			return func() {
-				runs[id].Add(1)
+				count.Add(1)
 				ran.Add(1)
 				<-g
 			}
 		}
 		offer := func(submit func(func()) bool) {
 			id := len(runs)
-			runs = append(runs, new(atomic.Int32))
+			count := new(atomic.Int32)
+			runs = append(runs, count)
 			want := m.accepts()
-			got := submit(task(id))
+			got := submit(task(count))
 			acceptedIDs = append(acceptedIDs, got)
 			if got != want {
 				t.Fatalf("op %d: pool accepted=%v, model says %v (model %+v)", id, got, want, *m)
