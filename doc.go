@@ -40,9 +40,45 @@
 //
 // # Guarantees
 //
+// Each guarantee names the tests that prove it; the stress suite (go test -run Stress, longer
+// with -stress.duration) and FuzzPoolOperations check them all together under load.
+//
 //   - Every task whose submit returned nil (or true) runs exactly once, even across Resize,
-//     Stop, Shutdown and the end of the pool's context.
-//   - No more than MaxWorkers tasks of a pool, or of a sub-pool, run at the same time.
-//   - After StopAndWait returns, no goroutine of the pool is left running.
-//   - All methods are safe for concurrent use; a second Stop is a no-op.
+//     Stop, Shutdown and the end of the pool's context; a task whose submit failed never runs.
+//     TestSubmitRunsAcceptedTaskExactlyOnce, TestResizeLosesNoTask, TestStopRunsAcceptedTasks,
+//     TestMillionQueuedTasksThenStopRunsThemAll,
+//     TestStressSubmittersExactlyOnceUnderResizeStopAndCancel, FuzzPoolOperations.
+//   - No more than MaxWorkers tasks of a pool, or of a sub-pool, run at the same time, and a
+//     sub-pool's tasks count against its parent's limit. From the return of a shrinking
+//     Resize, the new limit holds. TestNoMoreThanMaxWorkersRun, TestSubPoolSharesParentLimit,
+//     TestResizeShrinkingHoldsNewLimit, TestResizeToOneUnderFullLoad.
+//   - After StopAndWait returns, no goroutine of the pool is left running; an idle pool keeps
+//     no goroutine beyond its minimum workers, and its queue gives its memory back.
+//     TestStopAndWaitLeavesNoGoroutine, TestStopAndWaitReturnsWhenReaperIsLast,
+//     TestFinishedTasksLeaveHeapAndGoroutinesNearStart.
+//   - A bounded queue bounds memory: only the tasks it holds are kept alive.
+//     TestBoundedQueueBoundsMemory.
+//   - All methods are safe for concurrent use; a second Stop is a no-op; Stats snapshots are
+//     consistent. TestSecondStopIsNoop, TestStressStatsNeverInconsistent.
+//
+// # Failure behaviour
+//
+//   - A task that panics: the panic handler gets the value and the stack, Stats.Panicked
+//     counts it, the worker keeps serving (TestPanicGoesToHandlerAndWorkerKeepsServing). In a
+//     Future, Group, Results, Map or ForEach it is returned as a [*PanicError]
+//     (TestFuturePanicBecomesPanicError, TestGroupPanicBecomesPanicError).
+//   - A panic handler that panics: reported through the default handler; the worker survives
+//     (TestPanicHandlerThatPanicsIsContained).
+//   - A task that calls runtime.Goexit: counted as completed; its worker's place goes to a new
+//     worker (TestGoexitInTaskKeepsPoolServing).
+//   - A task that never returns: Shutdown(ctx) returns ctx.Err() when ctx ends and every other
+//     task still runs (TestShutdownGivesUpOnTaskThatNeverReturnsAndRestDrain).
+//   - Wait called from a task of the same pool waits for that task too, so it never returns
+//     (TestWaitFromTaskWaitsForThatTaskToo). Stop, Stats, TrySubmit and a growing Resize are
+//     safe from a task (TestCallsFromTaskNeverDeadlock, TestStopFromTaskLetsQueuedTasksRun); a
+//     shrinking Resize from a task may wait for that task, and a blocking Submit from a task
+//     into its own full queue waits for a worker like any other.
+//   - Submitters blocked on a full queue when the pool stops return [ErrStopped]
+//     (TestStopReleasesBlockedSubmitters); a submit after the pool's context ended returns
+//     [ErrStopped] (TestSubmitAfterPoolContextEndedReturnsErrStopped).
 package crew

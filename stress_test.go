@@ -29,7 +29,6 @@ func stressBudget() time.Duration {
 type ledger struct {
 	accepted []atomic.Bool
 	runs     []atomic.Int32
-	rejected atomic.Int64 // ErrQueueFull or false from a full queue
 }
 
 func newLedger(n int) *ledger {
