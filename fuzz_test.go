@@ -1,0 +1,324 @@
+package crew_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/crewgo/crew"
+)
+
+// fuzzPool is what the fuzz test drives: a Pool, or a FuncPool[func()] whose fn calls its
+// argument, so one model covers Submit and Invoke.
+type fuzzPool interface {
+	submit(func()) error
+	try(func()) bool
+	submitContext(context.Context, func()) error
+	Wait()
+	Stop()
+	StopAndWait()
+	Resize(int)
+	Stats() crew.Stats
+}
+
+type plainPool struct{ *crew.Pool }
+
+func (p plainPool) submit(f func()) error { return p.Submit(f) }
+func (p plainPool) try(f func()) bool     { return p.TrySubmit(f) }
+func (p plainPool) submitContext(ctx context.Context, f func()) error {
+	return p.SubmitContext(ctx, f)
+}
+
+type invokePool struct{ *crew.FuncPool[func()] }
+
+func (p invokePool) submit(f func()) error { return p.Invoke(f) }
+func (p invokePool) try(f func()) bool     { return p.TryInvoke(f) }
+func (p invokePool) submitContext(ctx context.Context, f func()) error {
+	return p.InvokeContext(ctx, f)
+}
+
+// poolModel is the obviously correct pool: with every task held at a gate, a task starts if
+// fewer than limit run, else waits if the queue has room, else is refused.
+type poolModel struct {
+	limit, queueSize  int
+	nonBlocking       bool
+	stopped           bool
+	running, waiting  int
+	submitted, done   uint64
+	panicked, refused uint64
+}
+
+// offer decides a submit's fate: "run", "queue", or "full".
+func (m *poolModel) offer() string {
+	switch {
+	case m.running < m.limit:
+		return "run"
+	case m.queueSize == 0 || m.waiting < m.queueSize:
+		return "queue"
+	default:
+		return "full"
+	}
+}
+
+func (m *poolModel) accept() {
+	m.submitted++
+	if m.offer() == "run" {
+		m.running++
+	} else {
+		m.waiting++
+	}
+}
+
+// The operations, one per input byte: the byte modulo fuzzOps picks the operation, the
+// byte divided by fuzzOps its argument.
+const (
+	opSubmit = iota
+	opTrySubmit
+	opSubmitCanceled // SubmitContext with a context that already ended
+	opSubmitTimeout  // SubmitContext with a context that ends while it waits
+	opSubmitPanic
+	opResize
+	opWait
+	opStop
+	opStats
+	opSubmitNil
+	fuzzOps
+)
+
+// FuzzPoolOperations runs a sequence of operations decoded from the input against a pool
+// and against poolModel, and fails at the first difference in what was accepted, started,
+// queued, refused or counted. Tasks hold at a gate until the next Wait (or a shrinking Resize
+// that must let them finish), so the pool's state between operations is exact. At the end:
+// every accepted task ran exactly once, no refused task ran, and nothing is left running.
+func FuzzPoolOperations(f *testing.F) {
+	// The first two bytes choose the pool: workers, queue size, non-blocking, Pool or
+	// FuncPool. Seeds are the edge cases worth keeping.
+	f.Add([]byte{0, 0})                                                   // nothing
+	f.Add([]byte{0, 1, opSubmit, opSubmit, opTrySubmit, opStats, opWait}) // one worker, queue of 1, full
+	f.Add([]byte{0, 0x81, opSubmit, opSubmit, opSubmit, opSubmit, opStats})
+	f.Add([]byte{3, 2, opSubmit, opSubmit, opSubmit, opSubmit, opSubmit, opSubmit, opSubmitTimeout, opStats})
+	f.Add([]byte{3, 0, opSubmit, opSubmit, opSubmit, opSubmit, opResize, opStats, opWait, opStats})               // shrink to 1 under load
+	f.Add([]byte{0, 0, opSubmit, opSubmit, opSubmit, 5*fuzzOps + opResize, opStats, opWait})                      // grow starts queued tasks
+	f.Add([]byte{1, 0, opSubmit, opSubmitPanic, opSubmit, opStop, opSubmit, opTrySubmit, opStats, opWait, opStop}) // stop with queued tasks, second stop
+	f.Add([]byte{0, 0x40, opSubmitCanceled, opSubmitNil, opSubmitPanic, opSubmitPanic, opWait, opStats})
+	f.Add([]byte{1, 0x41, opSubmit, opSubmit, opSubmit, opSubmit, opSubmit, opStats, opStop, opResize, opWait})
+	f.Fuzz(func(t *testing.T, in []byte) {
+		if len(in) < 2 {
+			return
+		}
+		if len(in) > 200 {
+			in = in[:200]
+		}
+		m := &poolModel{limit: 1 + int(in[0]%4), queueSize: int(in[1] % 4), nonBlocking: in[1]&0x40 != 0}
+		var handled atomic.Uint64
+		opts := []crew.Option{
+			crew.WithIdleTimeout(0),
+			crew.WithQueueSize(m.queueSize),
+			crew.WithPanicHandler(func(any, []byte) { handled.Add(1) }),
+		}
+		if m.nonBlocking {
+			opts = append(opts, crew.WithNonBlocking())
+		}
+		var p fuzzPool
+		if in[1]&0x80 != 0 {
+			p = invokePool{crew.NewFunc(m.limit, func(f func()) { f() }, opts...)}
+		} else {
+			p = plainPool{crew.New(m.limit, opts...)}
+		}
+		gate := make(chan struct{})
+		release := func() {
+			close(gate)
+			gate = make(chan struct{})
+		}
+		defer func() { release(); p.StopAndWait() }()
+
+		var runs []*atomic.Int32
+		var accepted []bool
+		newTask := func(panics bool) func() {
+			n := new(atomic.Int32)
+			runs = append(runs, n)
+			accepted = append(accepted, false)
+			g := gate
+			return func() {
+				n.Add(1)
+				<-g
+				if panics {
+					panic("fuzz: planned panic")
+				}
+			}
+		}
+		// drained moves the model past a Wait: every accepted task has finished.
+		drained := func() {
+			m.running, m.waiting = 0, 0
+		}
+		settle := func(step int, op string) {
+			t.Helper()
+			deadline := time.Now().Add(5 * time.Second)
+			for {
+				s := p.Stats()
+				if s.Running == m.running && s.Waiting == m.waiting {
+					return
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("step %d (%s): pool settled at Running %d Waiting %d, model %d and %d",
+						step, op, s.Running, s.Waiting, m.running, m.waiting)
+				}
+				time.Sleep(50 * time.Microsecond)
+			}
+		}
+		var panicsAccepted uint64
+
+		for step, b := range in[2:] {
+			op, arg := int(b%fuzzOps), int(b/fuzzOps)
+			name := fmt.Sprint("op ", op)
+			switch op {
+			case opSubmit, opSubmitPanic:
+				fate := m.offer()
+				if !m.stopped && fate == "full" && !m.nonBlocking {
+					// A Submit that would block is the stress suite's business.
+					continue
+				}
+				task := newTask(op == opSubmitPanic)
+				err := p.submit(task)
+				switch {
+				case m.stopped:
+					if !errors.Is(err, crew.ErrStopped) {
+						t.Fatalf("step %d: submit after Stop = %v, want ErrStopped", step, err)
+					}
+				case fate == "full":
+					if !errors.Is(err, crew.ErrQueueFull) {
+						t.Fatalf("step %d: submit to a full non-blocking queue = %v, want ErrQueueFull", step, err)
+					}
+					m.refused++
+				default:
+					if err != nil {
+						t.Fatalf("step %d: submit with room (%s) = %v, want nil", step, fate, err)
+					}
+					accepted[len(accepted)-1] = true
+					m.accept()
+					if op == opSubmitPanic {
+						panicsAccepted++
+					}
+				}
+			case opTrySubmit:
+				fate := m.offer()
+				ok := p.try(newTask(false))
+				want := !m.stopped && fate != "full"
+				if ok != want {
+					t.Fatalf("step %d: TrySubmit = %v, model says %v (%s, stopped %v)", step, ok, want, fate, m.stopped)
+				}
+				if ok {
+					accepted[len(accepted)-1] = true
+					m.accept()
+				} else if !m.stopped {
+					m.refused++
+				}
+			case opSubmitCanceled:
+				ctx, cancel := context.WithCancel(context.Background())
+				cancel()
+				if err := p.submitContext(ctx, newTask(false)); !errors.Is(err, context.Canceled) {
+					t.Fatalf("step %d: SubmitContext with an ended context = %v, want context.Canceled", step, err)
+				}
+			case opSubmitTimeout:
+				fate := m.offer()
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Millisecond)
+				err := p.submitContext(ctx, newTask(false))
+				cancel()
+				switch {
+				case m.stopped:
+					if !errors.Is(err, crew.ErrStopped) && !errors.Is(err, context.DeadlineExceeded) {
+						t.Fatalf("step %d: SubmitContext after Stop = %v", step, err)
+					}
+				case fate == "full" && m.nonBlocking:
+					if !errors.Is(err, crew.ErrQueueFull) {
+						t.Fatalf("step %d: SubmitContext, full non-blocking queue = %v, want ErrQueueFull", step, err)
+					}
+					m.refused++
+				case fate == "full":
+					if !errors.Is(err, context.DeadlineExceeded) {
+						t.Fatalf("step %d: SubmitContext, full queue = %v, want DeadlineExceeded", step, err)
+					}
+					m.refused++
+				case err == nil:
+					accepted[len(accepted)-1] = true
+					m.accept()
+				default:
+					// The deadline may pass before the call even looks at the queue; then
+					// nothing was accepted.
+					if !errors.Is(err, context.DeadlineExceeded) {
+						t.Fatalf("step %d: SubmitContext with room = %v", step, err)
+					}
+				}
+			case opResize:
+				n := 1 + arg%6
+				name = fmt.Sprint("Resize ", n)
+				resized := make(chan struct{})
+				go func() { p.Resize(n); close(resized) }()
+				if m.running > n {
+					// Resize waits for the busy workers above n: let every task finish.
+					release()
+					p.Wait()
+					m.done += uint64(m.running + m.waiting)
+					drained()
+				}
+				select {
+				case <-resized:
+				case <-time.After(10 * time.Second):
+					t.Fatalf("step %d: Resize(%d) did not return", step, n)
+				}
+				m.limit = n
+				move := min(m.limit-m.running, m.waiting)
+				if move > 0 {
+					m.running += move
+					m.waiting -= move
+				}
+			case opWait:
+				release()
+				p.Wait()
+				m.done += uint64(m.running + m.waiting)
+				drained()
+			case opStop:
+				p.Stop()
+				m.stopped = true
+			case opStats:
+				settle(step, name)
+				s := p.Stats()
+				if s.MaxWorkers != m.limit || s.Submitted != m.submitted || s.Rejected != m.refused ||
+					s.Completed+s.Panicked > s.Submitted || s.Completed+s.Panicked < m.done {
+					t.Fatalf("step %d: Stats %+v, model limit %d submitted %d done %d refused %d",
+						step, s, m.limit, m.submitted, m.done, m.refused)
+				}
+			case opSubmitNil:
+				if _, isFunc := p.(invokePool); isFunc {
+					continue // a FuncPool takes a nil func as an argument like any other
+				}
+				want := crew.ErrNilTask
+				if err := p.submit(nil); !errors.Is(err, want) {
+					t.Fatalf("step %d: Submit(nil) = %v, want ErrNilTask", step, err)
+				}
+			}
+			settle(step, name)
+		}
+
+		release()
+		p.StopAndWait()
+		for i := range runs {
+			n := runs[i].Load()
+			if accepted[i] && n != 1 {
+				t.Fatalf("accepted task %d ran %d times, want once", i, n)
+			}
+			if !accepted[i] && n != 0 {
+				t.Fatalf("refused task %d ran %d times, want never", i, n)
+			}
+		}
+		s := p.Stats()
+		if s.Submitted != m.submitted || s.Completed+s.Panicked != s.Submitted || s.Panicked != panicsAccepted ||
+			handled.Load() != s.Panicked || s.Running != 0 || s.Waiting != 0 || s.Idle != 0 {
+			t.Fatalf("final Stats %+v, model submitted %d panicked %d, handler saw %d",
+				s, m.submitted, panicsAccepted, handled.Load())
+		}
+	})
+}
