@@ -1,0 +1,133 @@
+package crew_test
+
+import (
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/crewgo/crew"
+)
+
+// heapInUse returns the live heap after a full collection.
+func heapInUse() uint64 {
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
+}
+
+// skipMemoryUnderRace skips a memory test under the race detector, whose shadow memory and
+// slower tasks make heap figures meaningless; CI also runs the package without it.
+func skipMemoryUnderRace(t *testing.T) {
+	t.Helper()
+	if raceEnabled {
+		t.Skip("heap figures are meaningless under the race detector; run without -race")
+	}
+}
+
+// TestMillionTasksLeaveHeapAndGoroutinesAsTheyWere: a million tasks accepted (half of them
+// queued at once behind busy workers) and finished leave the live heap and the goroutine count
+// back near where they started: idle workers are reaped and the queue's segments are given back.
+func TestMillionTasksLeaveHeapAndGoroutinesAsTheyWere(t *testing.T) {
+	skipMemoryUnderRace(t)
+	n := 1 << 20
+	if testing.Short() {
+		n = 1 << 17
+	}
+	baseG := runtime.NumGoroutine()
+	baseHeap := heapInUse()
+
+	p := crew.New(8, crew.WithIdleTimeout(5*time.Millisecond))
+	hold := make(chan struct{})
+	for range 8 {
+		if err := p.Submit(func() { <-hold }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var wg sync.WaitGroup
+	wg.Add(n)
+	// Half queue up behind the held workers, so the queue holds n/2 tasks at its peak.
+	for range n / 2 {
+		if err := p.Submit(wg.Done); err != nil {
+			t.Fatal(err)
+		}
+	}
+	peak := heapInUse()
+	if peak < baseHeap+uint64(n/2)*16 {
+		t.Fatalf("live heap %d B with %d tasks queued, %d B before: the measurement sees nothing", peak, n/2, baseHeap)
+	}
+	close(hold)
+	var subs sync.WaitGroup
+	for s := range 8 {
+		subs.Add(1)
+		go func() {
+			defer subs.Done()
+			for i := s; i < n/2; i += 8 {
+				if err := p.Submit(wg.Done); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	subs.Wait()
+	wg.Wait()
+	p.Wait()
+	// Idle reaping: every worker exits after the idle timeout, leaving no goroutine.
+	awaitStats(t, p, "idle workers to be reaped", func(s crew.Stats) bool {
+		return s.Idle == 0 && s.Running == 0
+	})
+	awaitGoroutines(t, "after reaping", baseG)
+	after := heapInUse()
+	const slack = 512 << 10 // the pool itself, one spare queue segment, runtime noise
+	if after > baseHeap+slack {
+		t.Fatalf("live heap %d B after %d tasks, %d B before (peak %d B with the queue full): "+
+			"more than %d B were kept", after, n, baseHeap, peak, slack)
+	}
+	if s := p.Stats(); s.Submitted != uint64(n+8) || s.Completed != s.Submitted {
+		t.Fatalf("stats %+v, want %d submitted and completed", s, n+8)
+	}
+	p.StopAndWait()
+	runtime.KeepAlive(p)
+}
+
+// TestBoundedQueueBoundsMemory: with the queue bounded, a flood of submits to a stuck pool
+// keeps at most QueueSize tasks (and what they reference) alive; the refused ones are garbage.
+func TestBoundedQueueBoundsMemory(t *testing.T) {
+	skipMemoryUnderRace(t)
+	const queue, payload = 1000, 1024
+	tries := 1 << 20
+	if testing.Short() {
+		tries = 1 << 17
+	}
+	p := crew.New(1, crew.WithQueueSize(queue))
+	hold := make(chan struct{})
+	if err := p.Submit(func() { <-hold }); err != nil {
+		t.Fatal(err)
+	}
+	base := heapInUse()
+	accepted := 0
+	for range tries {
+		buf := make([]byte, payload)
+		if p.TrySubmit(func() { buf[0]++ }) {
+			accepted++
+		}
+	}
+	held := heapInUse()
+	if accepted != queue {
+		t.Fatalf("%d of %d tries accepted, want exactly the queue size %d", accepted, tries, queue)
+	}
+	// Each queued task holds its closure and payload: about queue*(payload+64) bytes.
+	limit := uint64(queue*(payload+128)) + 512<<10
+	if held > base+limit {
+		t.Fatalf("live heap grew by %d B with %d tasks queued and %d refused; bound %d B",
+			held-base, queue, tries-queue, limit)
+	}
+	if s := p.Stats(); s.Rejected != uint64(tries-queue) || s.Waiting != queue {
+		t.Fatalf("stats %+v, want %d rejected and %d waiting", s, tries-queue, queue)
+	}
+	close(hold)
+	p.StopAndWait()
+}
