@@ -100,8 +100,8 @@ func FuzzPoolOperations(f *testing.F) {
 	f.Add([]byte{0, 1, opSubmit, opSubmit, opTrySubmit, opStats, opWait}) // one worker, queue of 1, full
 	f.Add([]byte{0, 0x81, opSubmit, opSubmit, opSubmit, opSubmit, opStats})
 	f.Add([]byte{3, 2, opSubmit, opSubmit, opSubmit, opSubmit, opSubmit, opSubmit, opSubmitTimeout, opStats})
-	f.Add([]byte{3, 0, opSubmit, opSubmit, opSubmit, opSubmit, opResize, opStats, opWait, opStats})               // shrink to 1 under load
-	f.Add([]byte{0, 0, opSubmit, opSubmit, opSubmit, 5*fuzzOps + opResize, opStats, opWait})                      // grow starts queued tasks
+	f.Add([]byte{3, 0, opSubmit, opSubmit, opSubmit, opSubmit, opResize, opStats, opWait, opStats})                // shrink to 1 under load
+	f.Add([]byte{0, 0, opSubmit, opSubmit, opSubmit, 5*fuzzOps + opResize, opStats, opWait})                       // grow starts queued tasks
 	f.Add([]byte{1, 0, opSubmit, opSubmitPanic, opSubmit, opStop, opSubmit, opTrySubmit, opStats, opWait, opStop}) // stop with queued tasks, second stop
 	f.Add([]byte{0, 0x40, opSubmitCanceled, opSubmitNil, opSubmitPanic, opSubmitPanic, opWait, opStats})
 	f.Add([]byte{1, 0x41, opSubmit, opSubmit, opSubmit, opSubmit, opSubmit, opStats, opStop, opResize, opWait})
