@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -252,5 +253,37 @@ func TestResizeStormLosesNothing(t *testing.T) {
 	}
 	if h := high.Load(); h > 6 {
 		t.Fatalf("%d tasks ran at once; the largest limit was 6", h)
+	}
+}
+
+// TestStopWhileReaperRunsClosesExited: Stop racing with the reaper's timer still closes
+// Exited. The reaper's select may take the timer even though Stop has closed done; if it
+// then finds nothing idle, it must still report the engine's exit.
+func TestStopWhileReaperRunsClosesExited(t *testing.T) {
+	n := 3000
+	if testing.Short() {
+		n = 500
+	}
+	for i := range n {
+		e := New(Config[int]{
+			Run:          func(int) {},
+			MaxWorkers:   2,
+			IdleTimeout:  time.Duration(i%50) * time.Microsecond,
+			PanicHandler: noPanic,
+		})
+		e.Submit(i, true, nil)
+		for e.Counters().Idle == 0 && e.Counters().Workers > 0 {
+			runtime.Gosched()
+		}
+		e.Stop()
+		select {
+		case <-e.Exited():
+		case <-time.After(10 * time.Second):
+			c := e.Counters()
+			e.mu.Lock()
+			reaping := e.reaping
+			e.mu.Unlock()
+			t.Fatalf("iteration %d: Exited never closed after Stop; counters %+v, reaping %v", i, c, reaping)
+		}
 	}
 }
