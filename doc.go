@@ -46,20 +46,21 @@
 //   - Every task whose submit returned nil (or true) runs exactly once, even across Resize,
 //     Stop, Shutdown and the end of the pool's context; a task whose submit failed never runs.
 //     TestSubmitRunsAcceptedTaskExactlyOnce, TestResizeLosesNoTask, TestStopRunsAcceptedTasks,
-//     TestMillionQueuedTasksThenStopRunsThemAll,
-//     TestStressSubmittersExactlyOnceUnderResizeStopAndCancel, FuzzPoolOperations.
+//     TestStopWithMillionQueuedTasksRunsThemAll,
+//     TestStressEveryAcceptedTaskRunsExactlyOnce, TestStressInvokeRunsEachArgumentExactlyOnce, FuzzPoolOperations.
 //   - No more than MaxWorkers tasks of a pool, or of a sub-pool, run at the same time, and a
 //     sub-pool's tasks count against its parent's limit. From the return of a shrinking
 //     Resize, the new limit holds. TestNoMoreThanMaxWorkersRun, TestSubPoolSharesParentLimit,
-//     TestResizeShrinkingHoldsNewLimit, TestResizeToOneUnderFullLoad.
+//     TestResizeShrinkingHoldsNewLimit, TestResizeToOneUnderFullLoadLosesNothingAndHoldsTheLimit.
 //   - After StopAndWait returns, no goroutine of the pool is left running; an idle pool keeps
 //     no goroutine beyond its minimum workers, and its queue gives its memory back.
 //     TestStopAndWaitLeavesNoGoroutine, TestStopAndWaitReturnsWhenReaperIsLast,
-//     TestFinishedTasksLeaveHeapAndGoroutinesNearStart.
+//     TestMillionTasksLeaveHeapAndGoroutinesAsTheyWere.
 //   - A bounded queue bounds memory: only the tasks it holds are kept alive.
 //     TestBoundedQueueBoundsMemory.
 //   - All methods are safe for concurrent use; a second Stop is a no-op; Stats snapshots are
-//     consistent. TestSecondStopIsNoop, TestStressStatsNeverInconsistent.
+//     consistent. TestSecondStopIsNoop, TestStatsSnapshotIsConsistentUnderLoad, and the Stats watcher
+//     of TestStressEveryAcceptedTaskRunsExactlyOnce.
 //
 // # Failure behaviour
 //
@@ -68,17 +69,18 @@
 //     Future, Group, Results, Map or ForEach it is returned as a [*PanicError]
 //     (TestFuturePanicBecomesPanicError, TestGroupPanicBecomesPanicError).
 //   - A panic handler that panics: reported through the default handler; the worker survives
-//     (TestPanicHandlerThatPanicsIsContained).
+//     (TestPanicHandlerThatPanicsIsReportedAndWorkerKeepsServing); a panic in a sub-pool task
+//     goes to the parent's handler (TestPanicInSubPoolTaskLeavesParentWorking).
 //   - A task that calls runtime.Goexit: counted as completed; its worker's place goes to a new
-//     worker (TestGoexitInTaskKeepsPoolServing).
+//     worker (TestTaskCallingGoexitIsCountedAndReplaced).
 //   - A task that never returns: Shutdown(ctx) returns ctx.Err() when ctx ends and every other
-//     task still runs (TestShutdownGivesUpOnTaskThatNeverReturnsAndRestDrain).
+//     task still runs (TestShutdownReturnsContextErrorAndTheRestDrain).
 //   - Wait called from a task of the same pool waits for that task too, so it never returns
-//     (TestWaitFromTaskWaitsForThatTaskToo). Stop, Stats, TrySubmit and a growing Resize are
-//     safe from a task (TestCallsFromTaskNeverDeadlock, TestStopFromTaskLetsQueuedTasksRun); a
+//     (TestWaitFromTaskDoesNotReturnWhileTaskRuns). Stop, Stats, TrySubmit and a growing Resize are
+//     safe from a task (TestCallsFromTaskNeverDeadlock, TestStopFromTaskLetsAcceptedTasksRun); a
 //     shrinking Resize from a task may wait for that task, and a blocking Submit from a task
 //     into its own full queue waits for a worker like any other.
 //   - Submitters blocked on a full queue when the pool stops return [ErrStopped]
 //     (TestStopReleasesBlockedSubmitters); a submit after the pool's context ended returns
-//     [ErrStopped] (TestSubmitAfterPoolContextEndedReturnsErrStopped).
+//     [ErrStopped] (TestSubmitAfterPoolContextEndedIsRefused).
 package crew

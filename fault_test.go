@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"runtime"
 	"strings"
@@ -16,9 +15,369 @@ import (
 	"github.com/crewgo/crew"
 )
 
+// The fault cases: a pool used badly still ends in a clear, documented state.
+
+// awaitStats polls p's Stats until cond holds, against a deadline.
+func awaitStats(t *testing.T, p interface{ Stats() crew.Stats }, what string, cond func(crew.Stats) bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for s := p.Stats(); !cond(s); s = p.Stats() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s; stats %+v", what, s)
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+}
+
+// TestShutdownReturnsContextErrorAndTheRestDrain: a task that never returns makes Shutdown
+// return ctx.Err() when ctx ends, while every other accepted task still runs.
+func TestShutdownReturnsContextErrorAndTheRestDrain(t *testing.T) {
+	p := crew.New(2)
+	stuck := make(chan struct{})
+	started := make(chan struct{})
+	if err := p.Submit(func() { close(started); <-stuck }); err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	const n = 1000
+	var ran sync.WaitGroup
+	ran.Add(n)
+	for range n {
+		if err := p.Submit(ran.Done); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if err := p.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Shutdown with a task that never returns = %v, want context.DeadlineExceeded", err)
+	}
+	ran.Wait() // the other tasks drain on the free worker
+	if err := p.Submit(func() {}); !errors.Is(err, crew.ErrStopped) {
+		t.Fatalf("Submit after Shutdown = %v, want ErrStopped", err)
+	}
+	if s := p.Stats(); s.Running != 1 || s.Completed != n {
+		t.Fatalf("stats %+v, want the stuck task running and %d completed", s, n)
+	}
+	close(stuck)
+	p.StopAndWait()
+}
+
+// TestPanicHandlerThatPanicsIsReportedAndWorkerKeepsServing: a panic in the panic handler
+// goes to the default handler (log/slog) and the worker keeps serving.
+func TestPanicHandlerThatPanicsIsReportedAndWorkerKeepsServing(t *testing.T) {
+	var buf bytes.Buffer
+	var mu sync.Mutex
+	old := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(lockedWriter{&mu, &buf}, nil)))
+	defer slog.SetDefault(old)
+
+	p := crew.New(1, crew.WithPanicHandler(func(v any, _ []byte) {
+		panic("handler broke on " + v.(string))
+	}))
+	if err := p.Submit(func() { panic("task boom") }); err != nil {
+		t.Fatal(err)
+	}
+	ran := make(chan struct{})
+	if err := p.Submit(func() { close(ran) }); err != nil {
+		t.Fatal(err)
+	}
+	<-ran
+	p.StopAndWait()
+	if s := p.Stats(); s.Panicked != 1 || s.Completed != 1 {
+		t.Fatalf("stats %+v, want 1 panicked and 1 completed", s)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !strings.Contains(buf.String(), "handler broke on task boom") {
+		t.Fatalf("the handler's own panic was not logged; log:\n%s", buf.String())
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (w lockedWriter) Write(b []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.w.Write(b)
+}
+
+// TestWaitFromTaskDoesNotReturnWhileTaskRuns: Wait called on behalf of a running task waits
+// for that task too, so it cannot return while the task runs (called on the task's own
+// goroutine, it never returns, as Pool.Wait documents). Meanwhile the other tasks run, and
+// Shutdown with a deadline reports the stuck task; once the task gives up, Wait returns.
+func TestWaitFromTaskDoesNotReturnWhileTaskRuns(t *testing.T) {
+	p := crew.New(2)
+	waited := make(chan struct{})
+	giveUp := make(chan struct{})
+	taskDone := make(chan struct{})
+	if err := p.Submit(func() {
+		defer close(taskDone)
+		go func() { p.Wait(); close(waited) }()
+		select {
+		case <-waited:
+			t.Error("Wait returned while the task that called it was running")
+		case <-giveUp:
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var ran sync.WaitGroup
+	ran.Add(100)
+	for range 100 {
+		if err := p.Submit(ran.Done); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ran.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if err := p.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Shutdown = %v, want context.DeadlineExceeded while the waiting task runs", err)
+	}
+	select {
+	case <-waited:
+		t.Fatal("Wait returned while the task that called it was running")
+	default:
+	}
+	close(giveUp)
+	<-taskDone
+	<-waited
+	p.StopAndWait()
+}
+
+// TestStopFromTaskLetsAcceptedTasksRun: Stop called from a task returns at once; the tasks
+// accepted before it still run, submits after it return ErrStopped, and StopAndWait returns.
+// Shutdown from a task cannot wait for that task: it returns ctx.Err().
+func TestStopFromTaskLetsAcceptedTasksRun(t *testing.T) {
+	p := crew.New(1)
+	var after error
+	var shutdown error
+	stopped := make(chan struct{})
+	if err := p.Submit(func() {
+		p.Stop()
+		p.Stop() // a second Stop, from the same task, is a no-op
+		after = p.Submit(func() { t.Error("a task submitted after Stop ran") })
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Millisecond)
+		shutdown = p.Shutdown(ctx)
+		cancel()
+		close(stopped)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var ran atomic.Int32
+	for range 10 {
+		if err := p.Submit(func() { ran.Add(1) }); err != nil && !errors.Is(err, crew.ErrStopped) {
+			t.Fatal(err)
+		}
+	}
+	<-stopped
+	p.StopAndWait()
+	if !errors.Is(after, crew.ErrStopped) {
+		t.Fatalf("Submit after Stop from a task = %v, want ErrStopped", after)
+	}
+	if !errors.Is(shutdown, context.DeadlineExceeded) {
+		t.Fatalf("Shutdown from a task = %v, want context.DeadlineExceeded", shutdown)
+	}
+	s := p.Stats()
+	if uint64(ran.Load())+1 != s.Submitted || s.Completed != s.Submitted {
+		t.Fatalf("stats %+v, %d tasks ran after the stopping one: accepted tasks were lost", s, ran.Load())
+	}
+}
+
+// TestResizeToOneUnderFullLoadLosesNothingAndHoldsTheLimit: with every worker busy, the queue
+// full and submitters blocked, Resize(1) returns once the busy workers above 1 finish; every
+// accepted task runs exactly once, and from then on one runs at a time.
+func TestResizeToOneUnderFullLoadLosesNothingAndHoldsTheLimit(t *testing.T) {
+	const workers, queue, blocked = 8, 64, 16
+	p := crew.New(workers, crew.WithQueueSize(queue))
+	hold := make(chan struct{})
+	var running, high atomic.Int32
+	var resized atomic.Bool
+	runs := make([]atomic.Int32, workers+queue+blocked)
+	task := func(i int) func() {
+		return func() {
+			n := running.Add(1)
+			if resized.Load() {
+				if n > high.Load() {
+					high.Store(n)
+				}
+			}
+			runs[i].Add(1)
+			<-hold
+			running.Add(-1)
+		}
+	}
+	for i := range workers + queue {
+		if err := p.Submit(task(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	awaitStats(t, p, "a full pool", func(s crew.Stats) bool { return s.Running == workers && s.Waiting == queue })
+	var subs sync.WaitGroup
+	for i := workers + queue; i < len(runs); i++ {
+		subs.Add(1)
+		go func() {
+			defer subs.Done()
+			if err := p.Submit(task(i)); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	done := make(chan struct{})
+	go func() { p.Resize(1); resized.Store(true); close(done) }()
+	select {
+	case <-done:
+		t.Fatal("Resize(1) returned while 8 tasks ran")
+	case <-time.After(10 * time.Millisecond):
+	}
+	close(hold)
+	<-done
+	subs.Wait()
+	p.StopAndWait()
+	for i := range runs {
+		if n := runs[i].Load(); n != 1 {
+			t.Fatalf("task %d ran %d times, want once", i, n)
+		}
+	}
+	if h := high.Load(); h > 1 {
+		t.Fatalf("%d tasks ran at once after Resize(1) returned", h)
+	}
+}
+
+// TestStopWithMillionQueuedTasksRunsThemAll: Stop with a million tasks queued loses none;
+// StopAndWait returns once all have run, and the queue's memory is given back.
+func TestStopWithMillionQueuedTasksRunsThemAll(t *testing.T) {
+	n := 1 << 20
+	if testing.Short() || raceEnabled {
+		n = 100_000
+	}
+	p := crew.New(1)
+	hold := make(chan struct{})
+	if err := p.Submit(func() { <-hold }); err != nil {
+		t.Fatal(err)
+	}
+	var ran atomic.Int64
+	inc := func() { ran.Add(1) }
+	for range n {
+		if err := p.Submit(inc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s := p.Stats(); s.Waiting != n {
+		t.Fatalf("Waiting = %d, want %d", s.Waiting, n)
+	}
+	p.Stop()
+	if err := p.Submit(inc); !errors.Is(err, crew.ErrStopped) {
+		t.Fatalf("Submit after Stop = %v, want ErrStopped", err)
+	}
+	close(hold)
+	p.StopAndWait()
+	if got := ran.Load(); got != int64(n) {
+		t.Fatalf("%d of %d queued tasks ran after Stop", got, n)
+	}
+}
+
+// TestSubmitAfterPoolContextEndedIsRefused: once the WithContext context has ended, every
+// submit (Submit, TrySubmit, SubmitContext, Invoke, a sub-pool's) is refused with
+// ErrStopped, at once, and the task never runs; tasks accepted before still run.
+func TestSubmitAfterPoolContextEndedIsRefused(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	p := crew.New(2, crew.WithContext(ctx))
+	fp := crew.NewFunc(2, func(int) { t.Error("a refused call ran") }, crew.WithContext(ctx))
+	sub := p.Sub(1)
+	hold := make(chan struct{})
+	var before atomic.Int32
+	for range 4 {
+		if err := p.Submit(func() { <-hold; before.Add(1) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cancel()
+	never := func() { t.Error("a task submitted after the pool's context ended ran") }
+	if err := p.Submit(never); !errors.Is(err, crew.ErrStopped) {
+		t.Errorf("Submit = %v, want ErrStopped", err)
+	}
+	if p.TrySubmit(never) {
+		t.Error("TrySubmit accepted a task after the pool's context ended")
+	}
+	if err := p.SubmitContext(context.Background(), never); !errors.Is(err, crew.ErrStopped) {
+		t.Errorf("SubmitContext = %v, want ErrStopped", err)
+	}
+	if err := fp.Invoke(1); !errors.Is(err, crew.ErrStopped) {
+		t.Errorf("Invoke = %v, want ErrStopped", err)
+	}
+	// The sub-pool is stopped by the parent's Stop, which the context's end triggers on
+	// another goroutine: poll for it rather than assume it.
+	deadline := time.Now().Add(10 * time.Second)
+	for sub.TrySubmit(func() {}) {
+		if time.Now().After(deadline) {
+			t.Fatal("the sub-pool still accepts tasks after its parent's context ended")
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+	close(hold)
+	p.StopAndWait()
+	fp.StopAndWait()
+	sub.StopAndWait()
+	if before.Load() != 4 {
+		t.Fatalf("%d of 4 tasks accepted before the context ended ran", before.Load())
+	}
+}
+
+// TestTaskCallingGoexitIsCountedAndReplaced: a task that calls runtime.Goexit ends its
+// worker's goroutine; the task counts as completed and the queued tasks still run.
+func TestTaskCallingGoexitIsCountedAndReplaced(t *testing.T) {
+	p := crew.New(1)
+	hold := make(chan struct{})
+	if err := p.Submit(func() { <-hold; runtime.Goexit() }); err != nil {
+		t.Fatal(err)
+	}
+	var ran sync.WaitGroup
+	ran.Add(10)
+	for range 10 {
+		if err := p.Submit(ran.Done); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(hold)
+	ran.Wait()
+	p.StopAndWait()
+	if s := p.Stats(); s.Completed != 11 || s.Submitted != 11 {
+		t.Fatalf("stats %+v, want 11 submitted and completed", s)
+	}
+}
+
+// TestPanicInSubPoolTaskLeavesParentWorking: a sub-pool task's panic goes to the handler the
+// sub-pool took from its parent, counts in the sub-pool's Panicked, and the parent's workers
+// keep serving.
+func TestPanicInSubPoolTaskLeavesParentWorking(t *testing.T) {
+	var handled atomic.Int32
+	p := crew.New(1, crew.WithPanicHandler(func(any, []byte) { handled.Add(1) }))
+	sub := p.Sub(1)
+	for range 5 {
+		if err := sub.Submit(func() { panic("sub boom") }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ran := make(chan struct{})
+	if err := p.Submit(func() { close(ran) }); err != nil {
+		t.Fatal(err)
+	}
+	<-ran
+	sub.Wait()
+	p.StopAndWait()
+	sub.StopAndWait()
+	if s := sub.Stats(); s.Panicked != 5 || handled.Load() != 5 {
+		t.Fatalf("sub-pool stats %+v, handler saw %d, want 5 panics", s, handled.Load())
+	}
+}
+
 // TestStopAndWaitReturnsWhenReaperIsLast: the reaper can be the last goroutine of a stopped
-// pool (its timer may fire as Stop closes its channel); StopAndWait must still return. A
-// fuzzed operation sequence once hung here.
+// pool (its timer may fire as Stop closes its channel); StopAndWait must still return.
 func TestStopAndWaitReturnsWhenReaperIsLast(t *testing.T) {
 	t.Parallel()
 	for i := range 400 {
@@ -35,233 +394,5 @@ func TestStopAndWaitReturnsWhenReaperIsLast(t *testing.T) {
 		if err != nil {
 			t.Fatalf("iteration %d: Shutdown = %v: the pool never finished stopping", i, err)
 		}
-	}
-}
-
-// TestShutdownGivesUpOnTaskThatNeverReturnsAndRestDrain: a task that never returns makes
-// Shutdown(ctx) return ctx.Err() when ctx ends, and every other accepted task still runs.
-func TestShutdownGivesUpOnTaskThatNeverReturnsAndRestDrain(t *testing.T) {
-	t.Parallel()
-	p := crew.New(2)
-	stuck := make(chan struct{})
-	started := make(chan struct{})
-	p.Submit(func() { close(started); <-stuck })
-	<-started
-	var ran atomic.Int32
-	for range 100 {
-		p.Submit(func() { ran.Add(1) })
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
-	defer cancel()
-	if err := p.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("Shutdown = %v, want context.DeadlineExceeded", err)
-	}
-	waitFor(t, "the other tasks to drain", func() bool { return ran.Load() == 100 })
-	if s := p.Stats(); s.Running != 1 || s.Waiting != 0 {
-		t.Fatalf("Stats = %+v, want only the stuck task running", s)
-	}
-	close(stuck)
-	p.StopAndWait()
-}
-
-// TestPanicHandlerThatPanicsIsContained: a panic handler that panics is reported through the
-// default handler; the worker and the process survive and the pool keeps serving.
-func TestPanicHandlerThatPanicsIsContained(t *testing.T) {
-	// Not parallel: it swaps the default logger.
-	var buf bytes.Buffer
-	old := slog.Default()
-	slog.SetDefault(slog.New(slog.NewTextHandler(&buf, nil)))
-	defer slog.SetDefault(old)
-	p := crew.New(1, crew.WithPanicHandler(func(v any, _ []byte) { panic(fmt.Sprint("handler failed on ", v)) }))
-	p.Submit(func() { panic("task failed") })
-	var ran atomic.Bool
-	p.Submit(func() { ran.Store(true) })
-	p.StopAndWait()
-	if !ran.Load() {
-		t.Fatal("the worker stopped serving after its panic handler panicked")
-	}
-	if !strings.Contains(buf.String(), "handler failed on task failed") {
-		t.Fatalf("the handler's panic was not reported: %s", buf.String())
-	}
-	if s := p.Stats(); s.Panicked != 1 || s.Completed != 1 {
-		t.Fatalf("Stats = %+v", s)
-	}
-}
-
-// TestWaitFromTaskWaitsForThatTaskToo: Wait waits for every accepted task, including the one
-// that calls it, so Wait called from a task of the same pool cannot return while that task
-// runs (the documented outcome: it never returns). Here the call is made from a goroutine the
-// task starts, to observe it without hanging the test.
-func TestWaitFromTaskWaitsForThatTaskToo(t *testing.T) {
-	t.Parallel()
-	p := crew.New(2)
-	returned := make(chan struct{})
-	finish := make(chan struct{})
-	p.Submit(func() {
-		go func() {
-			p.Wait()
-			close(returned)
-		}()
-		<-finish
-	})
-	select {
-	case <-returned:
-		t.Fatal("Wait returned while the task that called it was running")
-	case <-time.After(20 * time.Millisecond):
-	}
-	close(finish)
-	<-returned
-	p.StopAndWait()
-}
-
-// TestStopFromTaskLetsQueuedTasksRun: Stop called from a task returns at once, refuses new
-// tasks, and the tasks queued before it still run.
-func TestStopFromTaskLetsQueuedTasksRun(t *testing.T) {
-	t.Parallel()
-	p := crew.New(1)
-	gate := make(chan struct{})
-	var refused atomic.Bool
-	p.Submit(func() {
-		<-gate
-		p.Stop()
-		refused.Store(errors.Is(p.Submit(func() {}), crew.ErrStopped))
-	})
-	var ran atomic.Int32
-	for range 10 {
-		p.Submit(func() { ran.Add(1) })
-	}
-	close(gate)
-	p.StopAndWait()
-	if !refused.Load() {
-		t.Fatal("Submit after Stop from a task was accepted")
-	}
-	if ran.Load() != 10 {
-		t.Fatalf("%d of 10 queued tasks ran after Stop from a task", ran.Load())
-	}
-}
-
-// TestResizeToOneUnderFullLoad: shrinking to 1 while 64 submitters keep every worker busy
-// loses no task, and once Resize returns, tasks run one at a time.
-func TestResizeToOneUnderFullLoad(t *testing.T) {
-	t.Parallel()
-	p := crew.New(16)
-	var running atomic.Int32
-	var resized atomic.Bool
-	var violations, ran, accepted atomic.Int64
-	task := func() {
-		r := running.Add(1)
-		if resized.Load() && r > 1 {
-			violations.Add(1)
-		}
-		runtime.Gosched()
-		running.Add(-1)
-		ran.Add(1)
-	}
-	per := 1000
-	if testing.Short() {
-		per = 100
-	}
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for range 64 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			for range per {
-				if p.Submit(task) == nil {
-					accepted.Add(1)
-				}
-			}
-		}()
-	}
-	close(start)
-	waitFor(t, "the pool to fill", func() bool { return p.Stats().Running == 16 })
-	p.Resize(1)
-	resized.Store(true)
-	wg.Wait()
-	p.StopAndWait()
-	if v := violations.Load(); v > 0 {
-		t.Fatalf("%d tasks ran beside another after Resize(1) returned", v)
-	}
-	if ran.Load() != accepted.Load() || accepted.Load() != int64(64*per) {
-		t.Fatalf("%d accepted, %d ran, want %d", accepted.Load(), ran.Load(), 64*per)
-	}
-}
-
-// TestMillionQueuedTasksThenStopRunsThemAll: Stop with a million tasks queued returns at once
-// and every one of them still runs.
-func TestMillionQueuedTasksThenStopRunsThemAll(t *testing.T) {
-	t.Parallel()
-	n := 1_000_000
-	if testing.Short() || raceEnabled {
-		n = 100_000
-	}
-	p := crew.New(4)
-	gate := make(chan struct{})
-	for range 4 {
-		p.Submit(func() { <-gate })
-	}
-	var ran atomic.Int64
-	task := func() { ran.Add(1) }
-	for range n {
-		if err := p.Submit(task); err != nil {
-			t.Fatal(err)
-		}
-	}
-	stopped := make(chan struct{})
-	go func() { p.Stop(); close(stopped) }()
-	select {
-	case <-stopped:
-	case <-time.After(5 * time.Second):
-		t.Fatal("Stop did not return at once with a full queue")
-	}
-	if s := p.Stats(); s.Waiting != n {
-		t.Fatalf("Waiting = %d after Stop, want %d", s.Waiting, n)
-	}
-	close(gate)
-	p.StopAndWait()
-	if ran.Load() != int64(n) {
-		t.Fatalf("%d of %d queued tasks ran after Stop", ran.Load(), n)
-	}
-}
-
-// TestSubmitAfterPoolContextEndedReturnsErrStopped: a pool whose context has ended refuses
-// every submit with ErrStopped, even one made before the pool noticed, and runs nothing.
-func TestSubmitAfterPoolContextEndedReturnsErrStopped(t *testing.T) {
-	t.Parallel()
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	p := crew.New(2, crew.WithContext(ctx))
-	f := crew.NewFunc(2, func(int) { t.Error("call ran") }, crew.WithContext(ctx))
-	if err := p.Submit(func() { t.Error("task ran") }); !errors.Is(err, crew.ErrStopped) {
-		t.Fatalf("Submit = %v, want ErrStopped", err)
-	}
-	if err := f.Invoke(1); !errors.Is(err, crew.ErrStopped) {
-		t.Fatalf("Invoke = %v, want ErrStopped", err)
-	}
-	p.StopAndWait()
-	f.StopAndWait()
-}
-
-// TestGoexitInTaskKeepsPoolServing: a task that calls runtime.Goexit ends its worker's
-// goroutine; the task counts as completed and the pool keeps serving, with queued tasks
-// moving to a new worker.
-func TestGoexitInTaskKeepsPoolServing(t *testing.T) {
-	t.Parallel()
-	p := crew.New(1)
-	gate := make(chan struct{})
-	p.Submit(func() { <-gate; runtime.Goexit() })
-	var ran atomic.Int32
-	for range 10 {
-		p.Submit(func() { ran.Add(1) })
-	}
-	close(gate)
-	p.StopAndWait()
-	if ran.Load() != 10 {
-		t.Fatalf("%d of 10 tasks queued behind a Goexit ran", ran.Load())
-	}
-	if s := p.Stats(); s.Completed != 11 {
-		t.Fatalf("Stats = %+v, want 11 completed", s)
 	}
 }

@@ -3,7 +3,7 @@ package crew_test
 import (
 	"context"
 	"errors"
-	"sync"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -11,170 +11,314 @@ import (
 	"github.com/crewgo/crew"
 )
 
-// The operations FuzzPoolOperations decodes from its input, one byte each (plus an argument
-// byte for some).
+// fuzzPool is what the fuzz test drives: a Pool, or a FuncPool[func()] whose fn calls its
+// argument, so one model covers Submit and Invoke.
+type fuzzPool interface {
+	submit(func()) error
+	try(func()) bool
+	submitContext(context.Context, func()) error
+	Wait()
+	Stop()
+	StopAndWait()
+	Resize(int)
+	Stats() crew.Stats
+}
+
+type plainPool struct{ *crew.Pool }
+
+func (p plainPool) submit(f func()) error { return p.Submit(f) }
+func (p plainPool) try(f func()) bool     { return p.TrySubmit(f) }
+func (p plainPool) submitContext(ctx context.Context, f func()) error {
+	return p.SubmitContext(ctx, f)
+}
+
+type invokePool struct{ *crew.FuncPool[func()] }
+
+func (p invokePool) submit(f func()) error { return p.Invoke(f) }
+func (p invokePool) try(f func()) bool     { return p.TryInvoke(f) }
+func (p invokePool) submitContext(ctx context.Context, f func()) error {
+	return p.InvokeContext(ctx, f)
+}
+
+// poolModel is the obviously correct pool: with every task held at a gate, a task starts if
+// fewer than limit run, else waits if the queue has room, else is refused.
+type poolModel struct {
+	limit, queueSize  int
+	nonBlocking       bool
+	stopped           bool
+	running, waiting  int
+	submitted, done   uint64
+	panicked, refused uint64
+}
+
+// offer decides a submit's fate: "run", "queue", or "full".
+func (m *poolModel) offer() string {
+	switch {
+	case m.running < m.limit:
+		return "run"
+	case m.queueSize == 0 || m.waiting < m.queueSize:
+		return "queue"
+	default:
+		return "full"
+	}
+}
+
+func (m *poolModel) accept() {
+	m.submitted++
+	if m.offer() == "run" {
+		m.running++
+	} else {
+		m.waiting++
+	}
+}
+
+// The operations, one per input byte: the byte modulo fuzzOps picks the operation, the
+// byte divided by fuzzOps its argument.
 const (
-	opTrySubmit = iota // TrySubmit a task that blocks until the next release
-	opSubmit           // Submit (on a non-blocking pool: rejects when full) a blocking task
-	opSubmitCtx        // SubmitContext with a context that has already ended
-	opGrow             // Resize to a larger limit while tasks are blocked
-	opRelease          // let every blocked task finish, Wait, then Resize to any limit
-	opStop             // Stop
-	opStats            // check Stats against the model, once the pool settles
-	opNil              // Submit(nil)
-	opCount
+	opSubmit = iota
+	opTrySubmit
+	opSubmitCanceled // SubmitContext with a context that already ended
+	opSubmitTimeout  // SubmitContext with a context that ends while it waits
+	opSubmitPanic
+	opResize
+	opWait
+	opStop
+	opStats
+	opSubmitNil
+	fuzzOps
 )
 
-// poolModel is the obviously correct model a pool is compared with: while tasks are held
-// blocked, a pool with limit max and queue bound q holds at most max+q of them (any number if
-// the queue is unbounded); a stopped pool accepts nothing; every accepted task runs once.
-type poolModel struct {
-	max, queue int
-	pending    int // accepted and held blocked
-	stopped    bool
-	accepted   int
-}
-
-func (m *poolModel) accepts() bool {
-	return !m.stopped && (m.queue == 0 || m.pending < m.max+m.queue)
-}
-
-// FuzzPoolOperations runs random sequences of operations against a pool and against
-// poolModel, and checks after each that the pool accepted and rejected exactly what the model
-// did, that it settles to the state the model predicts, and at the end that every accepted
-// task ran exactly once, no rejected one ran, and nothing is left running.
+// FuzzPoolOperations runs a sequence of operations decoded from the input against a pool
+// and against poolModel, and fails at the first difference in what was accepted, started,
+// queued, refused or counted. Tasks hold at a gate until the next Wait (or a shrinking Resize
+// that must let them finish), so the pool's state between operations is exact. At the end:
+// every accepted task ran exactly once, no refused task ran, and nothing is left running.
 func FuzzPoolOperations(f *testing.F) {
-	f.Add(byte(2), byte(3), []byte{opTrySubmit, opTrySubmit, opTrySubmit, opTrySubmit, opTrySubmit, opTrySubmit, opStats, opRelease, 1})
-	f.Add(byte(1), byte(0), []byte{opSubmit, opSubmit, opStats, opGrow, 3, opStats, opRelease, 0, opStop, opSubmit})
-	f.Add(byte(3), byte(1), []byte{opSubmit, opSubmit, opSubmit, opSubmit, opSubmit, opStats, opStop, opTrySubmit, opRelease, 2})
-	f.Add(byte(1), byte(1), []byte{opSubmitCtx, opNil, opTrySubmit, opTrySubmit, opTrySubmit, opGrow, 1, opTrySubmit, opStats})
-	f.Add(byte(4), byte(2), []byte{opStop, opStop, opTrySubmit, opRelease, 5, opStats})
-	f.Fuzz(func(t *testing.T, maxByte, queueByte byte, ops []byte) {
-		runFuzzOps(t, maxByte, queueByte, ops)
-	})
-}
-
-// runFuzzOps is the body of FuzzPoolOperations.
-func runFuzzOps(t *testing.T, maxByte, queueByte byte, ops []byte) {
-	{
-		if len(ops) > 200 {
-			ops = ops[:200]
+	// The first two bytes choose the pool: workers, queue size, non-blocking, Pool or
+	// FuncPool. Seeds are the edge cases worth keeping.
+	f.Add([]byte{0, 0})                                                   // nothing
+	f.Add([]byte{0, 1, opSubmit, opSubmit, opTrySubmit, opStats, opWait}) // one worker, queue of 1, full
+	f.Add([]byte{0, 0x81, opSubmit, opSubmit, opSubmit, opSubmit, opStats})
+	f.Add([]byte{3, 2, opSubmit, opSubmit, opSubmit, opSubmit, opSubmit, opSubmit, opSubmitTimeout, opStats})
+	f.Add([]byte{3, 0, opSubmit, opSubmit, opSubmit, opSubmit, opResize, opStats, opWait, opStats})                // shrink to 1 under load
+	f.Add([]byte{0, 0, opSubmit, opSubmit, opSubmit, 5*fuzzOps + opResize, opStats, opWait})                       // grow starts queued tasks
+	f.Add([]byte{1, 0, opSubmit, opSubmitPanic, opSubmit, opStop, opSubmit, opTrySubmit, opStats, opWait, opStop}) // stop with queued tasks, second stop
+	f.Add([]byte{0, 0x40, opSubmitCanceled, opSubmitNil, opSubmitPanic, opSubmitPanic, opWait, opStats})
+	f.Add([]byte{1, 0x41, opSubmit, opSubmit, opSubmit, opSubmit, opSubmit, opStats, opStop, opResize, opWait})
+	f.Fuzz(func(t *testing.T, in []byte) {
+		if len(in) < 2 {
+			return
 		}
-		m := &poolModel{max: 1 + int(maxByte%6), queue: int(queueByte % 5)}
-		opts := []crew.Option{crew.WithIdleTimeout(time.Duration(maxByte%3) * time.Millisecond)}
-		if m.queue > 0 {
-			// Bounded pools reject instead of blocking, so the sequence never waits on itself.
-			opts = append(opts, crew.WithQueueSize(m.queue), crew.WithNonBlocking())
+		if len(in) > 200 {
+			in = in[:200]
 		}
-		p := crew.New(m.max, opts...)
+		m := &poolModel{limit: 1 + int(in[0]%4), queueSize: int(in[1] % 4), nonBlocking: in[1]&0x40 != 0}
+		var handled atomic.Uint64
+		opts := []crew.Option{
+			crew.WithIdleTimeout(0),
+			crew.WithQueueSize(m.queueSize),
+			crew.WithPanicHandler(func(any, []byte) { handled.Add(1) }),
+		}
+		if m.nonBlocking {
+			opts = append(opts, crew.WithNonBlocking())
+		}
+		var p fuzzPool
+		if in[1]&0x80 != 0 {
+			p = invokePool{crew.NewFunc(m.limit, func(f func()) { f() }, opts...)}
+		} else {
+			p = plainPool{crew.New(m.limit, opts...)}
+		}
 		gate := make(chan struct{})
-		var gateMu sync.Mutex
-		var ran atomic.Int64
-		var runs []*atomic.Int32 // one per task offered, accepted or not
-		var acceptedIDs []bool
-		task := func(count *atomic.Int32) func() {
-			gateMu.Lock()
-			g := gate
-			gateMu.Unlock()
-			return func() {
-				count.Add(1)
-				ran.Add(1)
-				<-g
-			}
-		}
-		offer := func(submit func(func()) bool) {
-			id := len(runs)
-			count := new(atomic.Int32)
-			runs = append(runs, count)
-			want := m.accepts()
-			got := submit(task(count))
-			acceptedIDs = append(acceptedIDs, got)
-			if got != want {
-				t.Fatalf("op %d: pool accepted=%v, model says %v (model %+v)", id, got, want, *m)
-			}
-			if got {
-				m.pending++
-				m.accepted++
-			}
-		}
 		release := func() {
-			gateMu.Lock()
 			close(gate)
 			gate = make(chan struct{})
-			gateMu.Unlock()
-			p.Wait()
-			m.pending = 0
 		}
-		for i := 0; i < len(ops); i++ {
-			switch ops[i] % opCount {
-			case opTrySubmit:
-				offer(p.TrySubmit)
-			case opSubmit:
-				offer(func(fn func()) bool {
-					err := p.Submit(fn)
-					if err != nil && !errors.Is(err, crew.ErrQueueFull) && !errors.Is(err, crew.ErrStopped) {
-						t.Fatalf("Submit: unexpected error %v", err)
+		defer func() { release(); p.StopAndWait() }()
+
+		var runs []*atomic.Int32
+		var accepted []bool
+		newTask := func(panics bool) func() {
+			n := new(atomic.Int32)
+			runs = append(runs, n)
+			accepted = append(accepted, false)
+			g := gate
+			return func() {
+				n.Add(1)
+				<-g
+				if panics {
+					panic("fuzz: planned panic")
+				}
+			}
+		}
+		// drained moves the model past a Wait: every accepted task has finished.
+		drained := func() {
+			m.running, m.waiting = 0, 0
+		}
+		settle := func(step int, op string) {
+			t.Helper()
+			deadline := time.Now().Add(5 * time.Second)
+			for {
+				s := p.Stats()
+				if s.Running == m.running && s.Waiting == m.waiting {
+					return
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("step %d (%s): pool settled at Running %d Waiting %d, model %d and %d",
+						step, op, s.Running, s.Waiting, m.running, m.waiting)
+				}
+				time.Sleep(50 * time.Microsecond)
+			}
+		}
+		var panicsAccepted uint64
+
+		for step, b := range in[2:] {
+			op, arg := int(b%fuzzOps), int(b/fuzzOps)
+			name := fmt.Sprint("op ", op)
+			switch op {
+			case opSubmit, opSubmitPanic:
+				fate := m.offer()
+				if !m.stopped && fate == "full" && !m.nonBlocking {
+					// A Submit that would block is the stress suite's business.
+					continue
+				}
+				task := newTask(op == opSubmitPanic)
+				err := p.submit(task)
+				switch {
+				case m.stopped:
+					if !errors.Is(err, crew.ErrStopped) {
+						t.Fatalf("step %d: submit after Stop = %v, want ErrStopped", step, err)
 					}
-					return err == nil
-				})
-			case opSubmitCtx:
+				case fate == "full":
+					if !errors.Is(err, crew.ErrQueueFull) {
+						t.Fatalf("step %d: submit to a full non-blocking queue = %v, want ErrQueueFull", step, err)
+					}
+					m.refused++
+				default:
+					if err != nil {
+						t.Fatalf("step %d: submit with room (%s) = %v, want nil", step, fate, err)
+					}
+					accepted[len(accepted)-1] = true
+					m.accept()
+					if op == opSubmitPanic {
+						panicsAccepted++
+					}
+				}
+			case opTrySubmit:
+				fate := m.offer()
+				ok := p.try(newTask(false))
+				want := !m.stopped && fate != "full"
+				if ok != want {
+					t.Fatalf("step %d: TrySubmit = %v, model says %v (%s, stopped %v)", step, ok, want, fate, m.stopped)
+				}
+				if ok {
+					accepted[len(accepted)-1] = true
+					m.accept()
+				} else if !m.stopped {
+					m.refused++
+				}
+			case opSubmitCanceled:
 				ctx, cancel := context.WithCancel(context.Background())
 				cancel()
-				if err := p.SubmitContext(ctx, func() { t.Error("task of an ended context ran") }); err == nil {
-					t.Fatal("SubmitContext with an ended context accepted the task")
+				if err := p.submitContext(ctx, newTask(false)); !errors.Is(err, context.Canceled) {
+					t.Fatalf("step %d: SubmitContext with an ended context = %v, want context.Canceled", step, err)
 				}
-			case opGrow:
-				if i+1 < len(ops) {
-					i++
-					m.max += int(ops[i] % 4)
-					p.Resize(m.max)
+			case opSubmitTimeout:
+				fate := m.offer()
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Millisecond)
+				err := p.submitContext(ctx, newTask(false))
+				cancel()
+				switch {
+				case m.stopped:
+					if !errors.Is(err, crew.ErrStopped) && !errors.Is(err, context.DeadlineExceeded) {
+						t.Fatalf("step %d: SubmitContext after Stop = %v", step, err)
+					}
+				case fate == "full" && m.nonBlocking:
+					if !errors.Is(err, crew.ErrQueueFull) {
+						t.Fatalf("step %d: SubmitContext, full non-blocking queue = %v, want ErrQueueFull", step, err)
+					}
+					m.refused++
+				case fate == "full":
+					if !errors.Is(err, context.DeadlineExceeded) {
+						t.Fatalf("step %d: SubmitContext, full queue = %v, want DeadlineExceeded", step, err)
+					}
+					m.refused++
+				case err == nil:
+					accepted[len(accepted)-1] = true
+					m.accept()
+				default:
+					// The deadline may pass before the call even looks at the queue; then
+					// nothing was accepted.
+					if !errors.Is(err, context.DeadlineExceeded) {
+						t.Fatalf("step %d: SubmitContext with room = %v", step, err)
+					}
 				}
-			case opRelease:
+			case opResize:
+				n := 1 + arg%6
+				name = fmt.Sprint("Resize ", n)
+				resized := make(chan struct{})
+				go func() { p.Resize(n); close(resized) }()
+				if m.running > n {
+					// Resize waits for the busy workers above n: let every task finish.
+					release()
+					p.Wait()
+					m.done += uint64(m.running + m.waiting)
+					drained()
+				}
+				select {
+				case <-resized:
+				case <-time.After(10 * time.Second):
+					t.Fatalf("step %d: Resize(%d) did not return", step, n)
+				}
+				m.limit = n
+				move := min(m.limit-m.running, m.waiting)
+				if move > 0 {
+					m.running += move
+					m.waiting -= move
+				}
+			case opWait:
 				release()
-				if i+1 < len(ops) {
-					i++
-					m.max = 1 + int(ops[i]%6)
-					p.Resize(m.max) // nothing runs: a shrink returns at once
-				}
+				p.Wait()
+				m.done += uint64(m.running + m.waiting)
+				drained()
 			case opStop:
 				p.Stop()
 				m.stopped = true
 			case opStats:
-				// Once the pool settles, the held tasks fill the workers first.
-				wantRunning := min(m.pending, m.max)
-				deadline := time.Now().Add(3 * time.Second)
-				for {
-					s := p.Stats()
-					if s.Running == wantRunning && s.Waiting == m.pending-wantRunning &&
-						s.Submitted == uint64(m.accepted) {
-						break
-					}
-					if time.Now().After(deadline) {
-						t.Fatalf("Stats = %+v, model: %d running, %d waiting, %d submitted",
-							s, wantRunning, m.pending-wantRunning, m.accepted)
-					}
-					time.Sleep(100 * time.Microsecond)
+				settle(step, name)
+				s := p.Stats()
+				if s.MaxWorkers != m.limit || s.Submitted != m.submitted || s.Rejected != m.refused ||
+					s.Completed+s.Panicked > s.Submitted || s.Completed+s.Panicked < m.done {
+					t.Fatalf("step %d: Stats %+v, model limit %d submitted %d done %d refused %d",
+						step, s, m.limit, m.submitted, m.done, m.refused)
 				}
-			case opNil:
-				if err := p.Submit(nil); !errors.Is(err, crew.ErrNilTask) {
-					t.Fatalf("Submit(nil) = %v", err)
+			case opSubmitNil:
+				if _, isFunc := p.(invokePool); isFunc {
+					continue // a FuncPool takes a nil func as an argument like any other
+				}
+				want := crew.ErrNilTask
+				if err := p.submit(nil); !errors.Is(err, want) {
+					t.Fatalf("step %d: Submit(nil) = %v, want ErrNilTask", step, err)
 				}
 			}
+			settle(step, name)
 		}
+
 		release()
 		p.StopAndWait()
-		for id, r := range runs {
-			want := int32(0)
-			if acceptedIDs[id] {
-				want = 1
+		for i := range runs {
+			n := runs[i].Load()
+			if accepted[i] && n != 1 {
+				t.Fatalf("accepted task %d ran %d times, want once", i, n)
 			}
-			if got := r.Load(); got != want {
-				t.Fatalf("task %d (accepted=%v) ran %d times", id, acceptedIDs[id], got)
+			if !accepted[i] && n != 0 {
+				t.Fatalf("refused task %d ran %d times, want never", i, n)
 			}
 		}
 		s := p.Stats()
-		if s.Submitted != uint64(m.accepted) || s.Completed != s.Submitted || s.Running != 0 || s.Idle != 0 {
-			t.Fatalf("final Stats = %+v, model accepted %d", s, m.accepted)
+		if s.Submitted != m.submitted || s.Completed+s.Panicked != s.Submitted || s.Panicked != panicsAccepted ||
+			handled.Load() != s.Panicked || s.Running != 0 || s.Waiting != 0 || s.Idle != 0 {
+			t.Fatalf("final Stats %+v, model submitted %d panicked %d, handler saw %d",
+				s, m.submitted, panicsAccepted, handled.Load())
 		}
-	}
+	})
 }

@@ -2,6 +2,5 @@
 
 package crew_test
 
-// raceEnabled reports whether the race detector is on: memory tests skip under it, since it
-// changes allocation and goroutine costs.
+// raceEnabled reports whether the tests run under the race detector; see race_test.go.
 const raceEnabled = false

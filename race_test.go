@@ -2,6 +2,7 @@
 
 package crew_test
 
-// raceEnabled reports whether the race detector is on: memory tests skip under it, since it
-// changes allocation and goroutine costs.
+// raceEnabled reports whether the tests run under the race detector, which slows tasks
+// down about tenfold: the stress suite scales its counts down, and the memory tests, whose
+// heap figures the detector distorts, skip.
 const raceEnabled = true

@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"flag"
-	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -15,18 +15,24 @@ import (
 )
 
 var stressDuration = flag.Duration("stress.duration", 2*time.Second,
-	"how long each TestStress test keeps starting rounds (go test -run Stress -stress.duration 5m)")
+	"how long each TestStress test keeps starting new rounds (go test -run Stress -stress.duration 5m)")
 
-// stressBudget returns the time each stress test runs: the flag, cut to a quarter in -short mode.
-func stressBudget() time.Duration {
-	if testing.Short() {
-		return *stressDuration / 4
+// stressSize returns the number of submitters and of tasks per submitter in one round.
+// -short and the race detector scale the counts down; the checks stay the same.
+func stressSize() (submitters, perSubmitter int) {
+	submitters, perSubmitter = 64, 10000
+	if raceEnabled {
+		perSubmitter = 1000
 	}
-	return *stressDuration
+	if testing.Short() {
+		perSubmitter = 200
+	}
+	return submitters, perSubmitter
 }
 
 // ledger records, per task id, whether its submit accepted it and how often it ran.
 type ledger struct {
+	next     atomic.Int64
 	accepted []atomic.Bool
 	runs     []atomic.Int32
 }
@@ -35,16 +41,27 @@ func newLedger(n int) *ledger {
 	return &ledger{accepted: make([]atomic.Bool, n), runs: make([]atomic.Int32, n)}
 }
 
-// check fails t unless every accepted task ran exactly once and no other task ran.
-func (l *ledger) check(t *testing.T, round int) (accepted int) {
+// id returns a fresh task id, or -1 when the ledger is full.
+func (l *ledger) id() int {
+	id := l.next.Add(1) - 1
+	if id >= int64(len(l.runs)) {
+		return -1
+	}
+	return int(id)
+}
+
+// check fails t unless every accepted task ran exactly once and no refused task ran. It
+// returns the number of accepted tasks.
+func (l *ledger) check(t *testing.T, what string) (accepted uint64) {
 	t.Helper()
-	for id := range l.runs {
+	n := min(int(l.next.Load()), len(l.runs))
+	for id := range n {
 		runs, ok := l.runs[id].Load(), l.accepted[id].Load()
 		switch {
 		case ok && runs != 1:
-			t.Fatalf("round %d: accepted task %d ran %d times", round, id, runs)
+			t.Fatalf("%s: accepted task %d ran %d times, want exactly once", what, id, runs)
 		case !ok && runs != 0:
-			t.Fatalf("round %d: rejected task %d ran %d times", round, id, runs)
+			t.Fatalf("%s: refused task %d ran %d times, want never", what, id, runs)
 		}
 		if ok {
 			accepted++
@@ -53,14 +70,103 @@ func (l *ledger) check(t *testing.T, round int) (accepted int) {
 	return accepted
 }
 
+// limitGauge proves a limit that changes at run time was never exceeded. The resizer stores
+// the new limit before a growing Resize and after a shrinking one returns, so at every moment
+// the stored limit is at least the one the pool promises.
+type limitGauge struct {
+	limit   atomic.Int64
+	running atomic.Int64
+	high    atomic.Int64 // the worst excess seen: running - limit
+}
+
+func (g *limitGauge) enter() {
+	before := g.limit.Load()
+	cur := g.running.Add(1)
+	after := g.limit.Load()
+	if excess := cur - max(before, after); excess > 0 {
+		for {
+			h := g.high.Load()
+			if excess <= h || g.high.CompareAndSwap(h, excess) {
+				break
+			}
+		}
+	}
+}
+
+func (g *limitGauge) leave() { g.running.Add(-1) }
+
+// resize changes p's limit to n, keeping the gauge's limit at or above the promised one.
+func (g *limitGauge) resize(p *crew.Pool, n int) {
+	if int64(n) >= g.limit.Load() {
+		g.limit.Store(int64(n))
+		p.Resize(n)
+		return
+	}
+	p.Resize(n)
+	g.limit.Store(int64(n))
+}
+
+// statsWatcher checks snapshots taken while a round runs: counters never go backwards,
+// Completed+Panicked never exceeds Submitted, Running never exceeds MaxWorkers.
+func watchStats(t *testing.T, what string, p *crew.Pool, done <-chan struct{}) <-chan error {
+	errc := make(chan error, 1)
+	go func() {
+		var prev crew.Stats
+		for {
+			s := p.Stats()
+			var err error
+			switch {
+			case s.Completed+s.Panicked > s.Submitted:
+				err = errors.New("Completed+Panicked > Submitted")
+			case s.Running > s.MaxWorkers:
+				err = errors.New("Running > MaxWorkers")
+			case s.Submitted < prev.Submitted, s.Completed < prev.Completed,
+				s.Panicked < prev.Panicked, s.Rejected < prev.Rejected:
+				err = errors.New("a counter went backwards")
+			case s.Running < 0 || s.Idle < 0 || s.Waiting < 0:
+				err = errors.New("a negative gauge")
+			}
+			if err != nil {
+				t.Errorf("%s: stats %+v after %+v: %v", what, s, prev, err)
+				errc <- err
+				return
+			}
+			prev = s
+			select {
+			case <-done:
+				errc <- nil
+				return
+			default:
+				runtime.Gosched()
+			}
+		}
+	}()
+	return errc
+}
+
+// awaitGoroutines polls until no more goroutines are alive than base, against a deadline.
+func awaitGoroutines(t *testing.T, what string, base int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for runtime.NumGoroutine() > base {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			t.Fatalf("%s: %d goroutines left, started with %d:\n%s", what,
+				runtime.NumGoroutine(), base, buf[:runtime.Stack(buf, true)])
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // stressRound is one round's random configuration.
 type stressRound struct {
-	workers     int
-	queueSize   int
-	nonBlocking bool
-	minWorkers  int
-	stopEarly   bool // Stop or Shutdown fires in the middle of the burst
-	useContext  bool // the pool has a WithContext context canceled mid-burst
+	workers, queueSize int
+	nonBlocking        bool
+	minWorkers         int
+	sub                bool // half the traffic goes to a sub-pool with a limit of its own
+	subWorkers         int
+	stop               int // 0 none, 1 Stop, 2 Shutdown, 3 StopAndWait, 4 the pool's context ends
+	panicEvery         int // one task in panicEvery panics; 0: none
 }
 
 func randomRound(r *rand.Rand) stressRound {
@@ -70,45 +176,49 @@ func randomRound(r *rand.Rand) stressRound {
 		s.nonBlocking = r.IntN(2) == 0
 	}
 	s.minWorkers = r.IntN(s.workers + 1)
-	s.stopEarly = r.IntN(3) == 0
-	s.useContext = r.IntN(4) == 0
+	if r.IntN(3) == 0 {
+		s.sub, s.subWorkers = true, 1+r.IntN(24)
+	}
+	s.stop = r.IntN(5)
+	if r.IntN(2) == 0 {
+		s.panicEvery = 1 + r.IntN(500)
+	}
 	return s
 }
 
-// TestStressSubmittersExactlyOnceUnderResizeStopAndCancel runs rounds of 64 submitters, each
-// submitting its share of tasks through a random mix of Submit, TrySubmit and SubmitContext,
-// while a storm of Resize calls, canceled contexts, panicking tasks, tasks that submit into
-// their own pool, sub-pool and group traffic, and (in some rounds) Stop, Shutdown or the end
-// of the pool's context hit the pool. After each round it checks that every accepted task ran
-// exactly once, no rejected task ran, the worker limit held, the Stats add up and no worker is
-// left.
-func TestStressSubmittersExactlyOnceUnderResizeStopAndCancel(t *testing.T) {
-	const submitters = 64
-	perSubmitter := 10_000
-	if testing.Short() {
-		perSubmitter = 500
-	}
-	deadline := time.Now().Add(stressBudget())
+// TestStressEveryAcceptedTaskRunsExactlyOnce proves the first two guarantees under load:
+// rounds of 64 submitters, released together, submit through a random mix of Submit,
+// TrySubmit and SubmitContext (with contexts canceled from another goroutine), to a pool and
+// a sub-pool, while a resizer storms Resize, the pool is stopped, shut down or has its context
+// canceled mid-burst, tasks panic, and tasks submit into their own pool. After every round:
+// each accepted task ran exactly once, none refused ran, neither limit was ever exceeded,
+// Stats add up, and no goroutine is left.
+func TestStressEveryAcceptedTaskRunsExactlyOnce(t *testing.T) {
+	submitters, perSubmitter := stressSize()
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	r := rand.New(rand.NewPCG(seed, 1))
+	deadline := time.Now().Add(*stressDuration)
 	for round := 0; round == 0 || time.Now().Before(deadline); round++ {
-		seed := uint64(time.Now().UnixNano())
-		cfg := randomRound(rand.New(rand.NewPCG(seed, uint64(round))))
-		t.Run(fmt.Sprintf("round=%d", round), func(t *testing.T) {
-			runStressRound(t, round, seed, cfg, submitters, perSubmitter)
-		})
+		cfg := randomRound(r)
+		runStressRound(t, round, r.Uint64(), cfg, submitters, perSubmitter)
 		if t.Failed() {
-			return
+			t.Fatalf("round %d failed with %+v", round, cfg)
 		}
 	}
 }
 
 func runStressRound(t *testing.T, round int, seed uint64, cfg stressRound, submitters, perSubmitter int) {
-	n := submitters * perSubmitter
-	l := newLedger(2 * n) // ids n..2n-1 are tasks submitted by tasks
-	var panicked atomic.Int64
+	base := runtime.NumGoroutine()
+	what := "round " + itoa(round)
+	var panics atomic.Uint64
+	poolCtx, cancelPool := context.WithCancel(context.Background())
+	defer cancelPool()
 	opts := []crew.Option{
 		crew.WithMinWorkers(cfg.minWorkers),
-		crew.WithIdleTimeout(time.Duration(rand.IntN(3)) * time.Millisecond),
-		crew.WithPanicHandler(func(any, []byte) { panicked.Add(1) }),
+		crew.WithIdleTimeout(time.Millisecond),
+		crew.WithPanicHandler(func(any, []byte) { panics.Add(1) }),
+		crew.WithContext(poolCtx),
 	}
 	if cfg.queueSize > 0 {
 		opts = append(opts, crew.WithQueueSize(cfg.queueSize))
@@ -116,290 +226,417 @@ func runStressRound(t *testing.T, round int, seed uint64, cfg stressRound, submi
 	if cfg.nonBlocking {
 		opts = append(opts, crew.WithNonBlocking())
 	}
-	poolCtx, cancelPool := context.WithCancel(context.Background())
-	defer cancelPool()
-	if cfg.useContext {
-		opts = append(opts, crew.WithContext(poolCtx))
-	}
 	p := crew.New(cfg.workers, opts...)
-	sub := p.Sub(1 + rand.IntN(4))
+	tree := &limitGauge{}
+	tree.limit.Store(int64(cfg.workers))
+	var sub *crew.Pool
+	subGauge := &limitGauge{}
+	if cfg.sub {
+		sub = p.Sub(cfg.subWorkers)
+		subGauge.limit.Store(int64(cfg.subWorkers))
+	}
 
-	// maxLimit is the largest limit the pool has had: no more tasks may ever run at once.
-	var maxLimit atomic.Int32
-	maxLimit.Store(int32(cfg.workers))
-	var running, high atomic.Int32
-	var selfRejected, wantPanics atomic.Int64
+	l := newLedger(submitters * perSubmitter * 2)
+	var mainAccepted, subAccepted, fullRejects atomic.Uint64
+	threshold := int64(submitters * perSubmitter / (2 + int(seed%4)))
+	var accepts atomic.Int64
+	crossed := make(chan struct{})
+	record := func(id int, onSub, ok bool) {
+		if !ok {
+			return
+		}
+		l.accepted[id].Store(true)
+		if onSub {
+			subAccepted.Add(1)
+		} else {
+			mainAccepted.Add(1)
+		}
+		if accepts.Add(1) == threshold {
+			close(crossed)
+		}
+	}
 
-	var body func(id int) func()
-	body = func(id int) func() {
+	var task func(id int, onSub bool) func()
+	task = func(id int, onSub bool) func() {
 		return func() {
-			r := running.Add(1)
-			for h := high.Load(); r > h && !high.CompareAndSwap(h, r); h = high.Load() {
+			tree.enter()
+			defer tree.leave()
+			if onSub {
+				subGauge.enter()
+				defer subGauge.leave()
 			}
 			l.runs[id].Add(1)
-			if id < n && id%97 == 0 {
-				// A task that submits into its own pool, without blocking.
-				child := n + id
-				if p.TrySubmit(body(child)) {
+			if id%61 == 0 {
+				// A task that submits into its own pool; TrySubmit never blocks a worker.
+				target := p
+				if onSub {
+					target = sub
+				}
+				if child := l.id(); child >= 0 {
+					// The child may start before TrySubmit returns; mark it first and take
+					// the mark back if the submit was refused.
 					l.accepted[child].Store(true)
-					if child%101 == 0 {
-						wantPanics.Add(1)
+					ok := target.TrySubmit(task(child, onSub))
+					l.accepted[child].Store(ok)
+					if ok {
+						if onSub {
+							subAccepted.Add(1)
+						} else {
+							mainAccepted.Add(1)
+						}
 					}
-				} else {
-					selfRejected.Add(1)
 				}
 			}
-			running.Add(-1)
-			if id%101 == 0 {
-				panic("stress panic")
+			if cfg.panicEvery > 0 && id%cfg.panicEvery == 0 {
+				panic("stress: planned panic")
 			}
 		}
 	}
 
 	start := make(chan struct{})
+	submitted := make(chan struct{})
+	cancels := make(chan context.CancelFunc, 64)
 	var wg sync.WaitGroup
 	for s := range submitters {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			rng := rand.New(rand.NewPCG(seed, uint64(s)))
+			r := rand.New(rand.NewPCG(seed, uint64(s)))
 			<-start
-			for i := range perSubmitter {
-				id := s*perSubmitter + i
+			for range perSubmitter {
+				id := l.id()
+				if id < 0 {
+					return
+				}
+				onSub := sub != nil && r.IntN(2) == 0
+				target := p
+				if onSub {
+					target = sub
+				}
+				fn := task(id, onSub)
+				// Mark before submitting: the task may run before the submit returns.
+				l.accepted[id].Store(true)
 				var ok bool
-				var err error
-				switch rng.IntN(4) {
+				switch r.IntN(3) {
 				case 0:
-					err = p.Submit(body(id))
+					err := target.Submit(fn)
 					ok = err == nil
-				case 1:
-					ok = p.TrySubmit(body(id))
-				case 2:
-					ctx, cancel := context.WithCancel(context.Background())
-					if rng.IntN(2) == 0 {
-						cancel() // a cancellation storm: some contexts end before or while waiting
+					if errors.Is(err, crew.ErrQueueFull) {
+						fullRejects.Add(1)
+					} else if err != nil && !errors.Is(err, crew.ErrStopped) {
+						t.Errorf("%s: Submit: %v", what, err)
 					}
-					err = p.SubmitContext(ctx, body(id))
+				case 1:
+					ok = target.TrySubmit(fn)
+				default:
+					ctx, cancel := context.WithCancel(context.Background())
+					select {
+					case cancels <- cancel: // canceled by the storm, at any moment
+					default:
+						if r.IntN(2) == 0 {
+							cancel()
+						}
+					}
+					err := target.SubmitContext(ctx, fn)
 					cancel()
 					ok = err == nil
-				case 3:
-					err = sub.Submit(body(id))
-					ok = err == nil
-				}
-				if ok {
-					l.accepted[id].Store(true)
-					if id%101 == 0 {
-						wantPanics.Add(1)
+					if errors.Is(err, crew.ErrQueueFull) {
+						fullRejects.Add(1)
 					}
-					continue
+					if err != nil && !errors.Is(err, context.Canceled) &&
+						!errors.Is(err, crew.ErrStopped) && !errors.Is(err, crew.ErrQueueFull) {
+						t.Errorf("%s: SubmitContext: %v", what, err)
+					}
 				}
-				if err != nil && !errors.Is(err, crew.ErrQueueFull) && !errors.Is(err, crew.ErrStopped) &&
-					!errors.Is(err, context.Canceled) {
-					t.Errorf("round %d: unexpected submit error %v", round, err)
-				}
+				l.accepted[id].Store(ok)
+				record(id, onSub, ok)
 			}
 		}()
 	}
 
-	// The storm: resizes, and in some rounds a stop, from other goroutines.
-	stormDone := make(chan struct{})
+	// The cancellation storm, the resize storm and the stopper run until the burst ends.
+	var helpers sync.WaitGroup
+	helpers.Add(3)
 	go func() {
-		defer close(stormDone)
-		rng := rand.New(rand.NewPCG(seed, 1<<32))
-		<-start
-		for i := 0; i < 200; i++ {
-			size := 1 + rng.IntN(16)
-			for m := maxLimit.Load(); int32(size) > m && !maxLimit.CompareAndSwap(m, int32(size)); m = maxLimit.Load() {
-			}
-			p.Resize(size)
-			if i == 100 && cfg.stopEarly {
-				if rng.IntN(2) == 0 {
-					p.Stop()
-				} else {
-					ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
-					_ = p.Shutdown(ctx) // may give up; the tasks still drain
-					cancel()
+		defer helpers.Done()
+		for {
+			select {
+			case cancel := <-cancels:
+				cancel()
+			case <-submitted:
+				for {
+					select {
+					case cancel := <-cancels:
+						cancel()
+					default:
+						return
+					}
 				}
 			}
-			if i == 150 && cfg.useContext {
-				cancelPool()
-			}
-			time.Sleep(time.Duration(rng.IntN(50)) * time.Microsecond)
 		}
 	}()
-
-	// A group on the same pool, next to the plain traffic.
-	var groupRan atomic.Int64
-	groupDone := make(chan error, 1)
 	go func() {
-		<-start
-		g, _ := p.Group(context.Background())
-		for range 100 {
-			g.Go(func(context.Context) error { groupRan.Add(1); return nil })
+		defer helpers.Done()
+		r := rand.New(rand.NewPCG(seed, 1<<32))
+		for {
+			select {
+			case <-submitted:
+				return
+			default:
+			}
+			// Growing Resize is safe from anywhere; shrinking waits for busy workers, which
+			// always finish, since no task here blocks.
+			tree.resize(p, 1+r.IntN(16))
+			if sub != nil {
+				subGauge.resize(sub, 1+r.IntN(24))
+			}
+			runtime.Gosched()
 		}
-		groupDone <- g.Wait()
+	}()
+	go func() {
+		defer helpers.Done()
+		select {
+		case <-crossed:
+		case <-submitted:
+			return
+		}
+		switch cfg.stop {
+		case 1:
+			p.Stop()
+		case 2:
+			ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+			err := p.Shutdown(ctx)
+			cancel()
+			if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("%s: Shutdown: %v", what, err)
+			}
+		case 3:
+			p.StopAndWait()
+		case 4:
+			cancelPool()
+		}
 	}()
 
+	watchDone := make(chan struct{})
+	errc := watchStats(t, what, p, watchDone)
 	close(start)
 	wg.Wait()
-	<-stormDone
-	gerr := <-groupDone
+	close(submitted)
+	helpers.Wait()
+	if sub != nil {
+		sub.Wait()
+	}
+	p.Wait()
+	close(watchDone)
+	<-errc
+	if sub != nil {
+		sub.StopAndWait()
+	}
 	p.StopAndWait()
 
-	accepted := l.check(t, round)
-	if h, m := high.Load(), maxLimit.Load(); h > m {
-		t.Fatalf("round %d: %d tasks ran at once, limit never above %d", round, h, m)
+	total := l.check(t, what)
+	if got := mainAccepted.Load() + subAccepted.Load(); got != total {
+		t.Fatalf("%s: pools accepted %d tasks by their submits, ledger holds %d", what, got, total)
 	}
-	if gerr != nil && !errors.Is(gerr, crew.ErrStopped) && !errors.Is(gerr, crew.ErrQueueFull) {
-		t.Fatalf("round %d: group error %v", round, gerr)
+	if h := tree.high.Load(); h > 0 {
+		t.Fatalf("%s: %d tasks above the pool's limit ran at once", what, h)
 	}
-	if gerr == nil && groupRan.Load() != 100 {
-		t.Fatalf("round %d: group returned nil with %d of 100 tasks run", round, groupRan.Load())
+	if h := subGauge.high.Load(); h > 0 {
+		t.Fatalf("%s: %d tasks above the sub-pool's limit ran at once", what, h)
 	}
-	if got := panicked.Load(); got != wantPanics.Load() {
-		t.Fatalf("round %d: panic handler saw %d panics, want %d", round, got, wantPanics.Load())
+	ps := p.Stats()
+	checkFinalStats(t, what+" pool", ps)
+	if ps.Rejected < fullRejects.Load() {
+		t.Fatalf("%s: Rejected %d, but %d submits got ErrQueueFull", what, ps.Rejected, fullRejects.Load())
 	}
-	// The parent's Stats count its own tasks: plain, self-submitted, sub-pool workers and
-	// group tasks. Every one of them has finished.
-	s := p.Stats()
+	gotPanics := ps.Panicked
+	if sub != nil {
+		ss := sub.Stats()
+		checkFinalStats(t, what+" sub-pool", ss)
+		if ss.Submitted != subAccepted.Load() {
+			t.Fatalf("%s: sub-pool Submitted %d, accepted %d", what, ss.Submitted, subAccepted.Load())
+		}
+		if ps.Submitted < mainAccepted.Load() {
+			t.Fatalf("%s: pool Submitted %d < accepted %d", what, ps.Submitted, mainAccepted.Load())
+		}
+		gotPanics += ss.Panicked
+	} else if ps.Submitted != mainAccepted.Load() {
+		t.Fatalf("%s: Submitted %d, accepted %d", what, ps.Submitted, mainAccepted.Load())
+	}
+	if gotPanics != panics.Load() {
+		t.Fatalf("%s: Stats count %d panics, the handler saw %d", what, gotPanics, panics.Load())
+	}
+	awaitGoroutines(t, what, base)
+}
+
+// checkFinalStats checks a stopped, drained pool's snapshot.
+func checkFinalStats(t *testing.T, what string, s crew.Stats) {
+	t.Helper()
 	if s.Completed+s.Panicked != s.Submitted || s.Running != 0 || s.Idle != 0 || s.Waiting != 0 {
-		t.Fatalf("round %d: Stats after StopAndWait = %+v", round, s)
-	}
-	ss := sub.Stats()
-	if ss.Completed+ss.Panicked != ss.Submitted || ss.Running != 0 || ss.Waiting != 0 {
-		t.Fatalf("round %d: sub-pool Stats after StopAndWait = %+v", round, ss)
-	}
-	if accepted == 0 && !cfg.stopEarly && !cfg.useContext {
-		t.Fatalf("round %d: no task accepted", round)
+		t.Fatalf("%s: stats after StopAndWait do not add up: %+v", what, s)
 	}
 }
 
-// TestStressInvokeExactlyOnce hammers a FuncPool from 64 goroutines with Invoke, TryInvoke and
-// InvokeContext while it is resized, then stopped, and checks exactly-once per argument.
-func TestStressInvokeExactlyOnce(t *testing.T) {
-	const submitters = 64
-	per := 10_000
-	if testing.Short() {
-		per = 500
+func itoa(n int) string {
+	if n == 0 {
+		return "0"
 	}
-	deadline := time.Now().Add(stressBudget())
+	var b []byte
+	for ; n > 0; n /= 10 {
+		b = append([]byte{byte('0' + n%10)}, b...)
+	}
+	return string(b)
+}
+
+// TestStressInvokeRunsEachArgumentExactlyOnce is the stress round for FuncPool: 64 invokers
+// mix Invoke, TryInvoke and InvokeContext while the pool is resized and stopped; each argument
+// accepted was passed to fn exactly once and the limit held.
+func TestStressInvokeRunsEachArgumentExactlyOnce(t *testing.T) {
+	submitters, perSubmitter := stressSize()
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	r := rand.New(rand.NewPCG(seed, 2))
+	deadline := time.Now().Add(*stressDuration / 2)
 	for round := 0; round == 0 || time.Now().Before(deadline); round++ {
-		n := submitters * per
-		l := newLedger(n)
-		var running, high atomic.Int32
-		var maxLimit atomic.Int32
-		maxLimit.Store(8)
-		p := crew.NewFunc(8, func(id int) {
-			r := running.Add(1)
-			for h := high.Load(); r > h && !high.CompareAndSwap(h, r); h = high.Load() {
-			}
+		base := runtime.NumGoroutine()
+		what := "invoke round " + itoa(round)
+		l := newLedger(submitters * perSubmitter)
+		gauge := &limitGauge{}
+		workers := 1 + r.IntN(8)
+		gauge.limit.Store(int64(workers))
+		opts := []crew.Option{crew.WithIdleTimeout(0)}
+		if r.IntN(2) == 0 {
+			opts = append(opts, crew.WithQueueSize(1+r.IntN(32)))
+		}
+		p := crew.NewFunc(workers, func(id int) {
+			gauge.enter()
 			l.runs[id].Add(1)
-			running.Add(-1)
-		}, crew.WithQueueSize(128))
+			gauge.leave()
+		}, opts...)
+		stopAt := int64(submitters * perSubmitter * (1 + r.IntN(4)) / 4)
+		var calls atomic.Int64
 		start := make(chan struct{})
 		var wg sync.WaitGroup
 		for s := range submitters {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
+				r := rand.New(rand.NewPCG(seed, uint64(s)))
 				<-start
-				for i := range per {
-					id := s*per + i
+				for range perSubmitter {
+					id := l.id()
+					if id < 0 {
+						return
+					}
+					l.accepted[id].Store(true)
 					var ok bool
-					switch id % 3 {
+					switch r.IntN(3) {
 					case 0:
 						ok = p.Invoke(id) == nil
 					case 1:
 						ok = p.TryInvoke(id)
-					case 2:
-						ctx, cancel := context.WithTimeout(context.Background(), time.Microsecond)
+					default:
+						ctx, cancel := context.WithCancel(context.Background())
+						if r.IntN(4) == 0 {
+							cancel()
+						}
 						ok = p.InvokeContext(ctx, id) == nil
 						cancel()
 					}
 					l.accepted[id].Store(ok)
+					if n := calls.Add(1); n%997 == 0 {
+						// Invokers resize concurrently, so the gauge keeps the largest limit
+						// ever set: it is stored before a growing Resize, and a shrink
+						// leaves it alone.
+						n := 1 + r.IntN(8)
+						if int64(n) > gauge.limit.Load() {
+							gauge.limit.Store(int64(n))
+						}
+						p.Resize(n)
+					} else if n == stopAt {
+						p.Stop()
+					}
 				}
 			}()
 		}
-		stormDone := make(chan struct{})
-		go func() {
-			defer close(stormDone)
-			<-start
-			for i := range 100 {
-				size := int32(1 + i%12)
-				for m := maxLimit.Load(); size > m && !maxLimit.CompareAndSwap(m, size); m = maxLimit.Load() {
-				}
-				p.Resize(int(size))
-			}
-			if round%2 == 1 {
-				p.Stop()
-			}
-		}()
 		close(start)
 		wg.Wait()
-		<-stormDone
 		p.StopAndWait()
-		l.check(t, round)
-		if h := high.Load(); h > maxLimit.Load() {
-			t.Fatalf("round %d: %d calls at once, limit never above %d", round, h, maxLimit.Load())
+		accepted := l.check(t, what)
+		s := p.Stats()
+		if s.Submitted != accepted || s.Completed != accepted || s.Running != 0 || s.Waiting != 0 {
+			t.Fatalf("%s: stats %+v, want Submitted = Completed = %d accepted", what, s, accepted)
 		}
-		if s := p.Stats(); s.Completed != s.Submitted || s.Running != 0 || s.Idle != 0 {
-			t.Fatalf("round %d: Stats = %+v", round, s)
+		if h := gauge.high.Load(); h > 0 {
+			t.Fatalf("%s: %d calls above the limit ran at once", what, h)
 		}
+		awaitGoroutines(t, what, base)
 	}
 }
 
-// TestStressStatsNeverInconsistent reads Stats continuously while submitters, a resizer and
-// panicking tasks run, and checks every snapshot: Completed+Panicked <= Submitted, Running <=
-// MaxWorkers, and no counter goes backwards.
-func TestStressStatsNeverInconsistent(t *testing.T) {
-	p := crew.New(4, crew.WithPanicHandler(func(any, []byte) {}))
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for i := range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := 0; ; j++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				if (i+j)%13 == 0 {
-					p.Submit(func() { panic("counted") })
-				} else {
-					p.Submit(func() {})
-				}
-			}
-		}()
+// TestStressGroupRunsEachFunctionAtMostOnce drives groups on a pool and on a sub-pool while the
+// pool is resized and stopped: every function runs at most once; when Wait returns nil every
+// function ran exactly once, and otherwise the error is the pool's refusal.
+func TestStressGroupRunsEachFunctionAtMostOnce(t *testing.T) {
+	groups, perGroup := 16, 2000
+	if raceEnabled {
+		perGroup = 400
 	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-				p.Resize(1 + i%6)
-			}
-		}
-	}()
-	var prev crew.Stats
-	deadline := time.Now().Add(stressBudget() / 2)
-	for time.Now().Before(deadline) {
-		s := p.Stats()
-		if s.Completed+s.Panicked > s.Submitted || s.Running > s.MaxWorkers ||
-			s.Submitted < prev.Submitted || s.Completed < prev.Completed ||
-			s.Panicked < prev.Panicked || s.Rejected < prev.Rejected {
-			close(stop)
-			wg.Wait()
-			p.StopAndWait()
-			t.Fatalf("inconsistent snapshot %+v after %+v", s, prev)
-		}
-		prev = s
+	if testing.Short() {
+		perGroup = 100
 	}
-	close(stop)
-	wg.Wait()
-	p.StopAndWait()
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	r := rand.New(rand.NewPCG(seed, 3))
+	deadline := time.Now().Add(*stressDuration / 2)
+	for round := 0; round == 0 || time.Now().Before(deadline); round++ {
+		base := runtime.NumGoroutine()
+		what := "group round " + itoa(round)
+		p := crew.New(1+r.IntN(8), crew.WithIdleTimeout(0))
+		sub := p.Sub(1 + r.IntN(4))
+		stopAfter := r.IntN(groups * 2)
+		var started atomic.Int64
+		var wg sync.WaitGroup
+		for gi := range groups {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				target := p
+				if gi%2 == 1 {
+					target = sub
+				}
+				g, _ := target.Group(context.Background())
+				runs := make([]atomic.Int32, perGroup)
+				for i := range perGroup {
+					g.Go(func(context.Context) error {
+						runs[i].Add(1)
+						return nil
+					})
+					if i == perGroup/2 && started.Add(1) == int64(stopAfter) {
+						p.Stop()
+					}
+				}
+				err := g.Wait()
+				for i := range runs {
+					n := runs[i].Load()
+					if n > 1 || (err == nil && n != 1) {
+						t.Errorf("%s: group %d function %d ran %d times (Wait: %v)", what, gi, i, n, err)
+						return
+					}
+				}
+				if err != nil && !errors.Is(err, crew.ErrStopped) {
+					t.Errorf("%s: group %d: Wait = %v, want nil or ErrStopped", what, gi, err)
+				}
+			}()
+		}
+		wg.Wait()
+		p.StopAndWait()
+		sub.StopAndWait()
+		checkFinalStats(t, what+" pool", p.Stats())
+		checkFinalStats(t, what+" sub-pool", sub.Stats())
+		awaitGoroutines(t, what, base)
+		if t.Failed() {
+			return
+		}
+	}
 }

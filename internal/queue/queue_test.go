@@ -5,91 +5,133 @@ import (
 	"testing"
 )
 
+// TestQueueIsFIFOAcrossSegments pushes and pops in random bursts across many segment
+// boundaries and checks the order and Len against a slice.
 func TestQueueIsFIFOAcrossSegments(t *testing.T) {
 	var q Queue[int]
-	const n = 10_000 // many segments of 512 ints
-	for i := range n {
-		q.Push(i)
-	}
-	if q.Len() != n {
-		t.Fatalf("Len = %d, want %d", q.Len(), n)
-	}
-	for i := range n {
-		if v, ok := q.Peek(); !ok || v != i {
-			t.Fatalf("Peek = %d, %v; want %d", v, ok, i)
+	var model []int
+	r := rand.New(rand.NewPCG(1, 2))
+	next := 0
+	for range 2000 {
+		for range r.IntN(700) {
+			q.Push(next)
+			model = append(model, next)
+			next++
 		}
-		if v, ok := q.Pop(); !ok || v != i {
-			t.Fatalf("Pop = %d, %v; want %d", v, ok, i)
+		for range r.IntN(700) {
+			v, ok := q.Pop()
+			if len(model) == 0 {
+				if ok {
+					t.Fatalf("Pop on an empty queue returned %d, true", v)
+				}
+				continue
+			}
+			if !ok || v != model[0] {
+				t.Fatalf("Pop = %d, %v; want %d, true", v, ok, model[0])
+			}
+			model = model[1:]
 		}
-	}
-	if _, ok := q.Pop(); ok || q.Len() != 0 {
-		t.Fatal("Pop on an empty queue reported a value")
+		if q.Len() != len(model) {
+			t.Fatalf("Len = %d, want %d", q.Len(), len(model))
+		}
+		if v, ok := q.Peek(); ok != (len(model) > 0) || (ok && v != model[0]) {
+			t.Fatalf("Peek = %d, %v; want the front of %d values", v, ok, len(model))
+		}
 	}
 }
 
-func TestQueueReleasesDrainedSegments(t *testing.T) {
-	var q Queue[*int]
-	for range 5000 {
-		q.Push(new(int))
+// TestZeroQueueIsEmpty: the zero value is an empty queue ready to use.
+func TestZeroQueueIsEmpty(t *testing.T) {
+	var q Queue[string]
+	if _, ok := q.Pop(); ok || q.Len() != 0 {
+		t.Fatal("zero Queue is not empty")
 	}
-	for range 5000 {
+	if _, ok := q.Peek(); ok {
+		t.Fatal("Peek on a zero Queue found a value")
+	}
+	q.Push("a")
+	if v, ok := q.Pop(); !ok || v != "a" {
+		t.Fatalf("Pop = %q, %v; want a, true", v, ok)
+	}
+}
+
+// TestPopClearsSlotsAndDrainedQueueKeepsOneSegment: popped slots no longer reference their
+// values, and a queue drained after a burst keeps at most its head segment and one spare.
+func TestPopClearsSlotsAndDrainedQueueKeepsOneSegment(t *testing.T) {
+	var q Queue[*int]
+	const n = 100_000
+	for i := range n {
+		v := i
+		q.Push(&v)
+	}
+	for range n {
 		q.Pop()
 	}
 	segments := 0
 	for s := q.head; s != nil; s = s.next {
 		segments++
+		for i, v := range s.items {
+			if v != nil {
+				t.Fatalf("slot %d of a drained segment still references a value", i)
+			}
+		}
 	}
-	if segments != 1 || q.spare == nil {
-		t.Fatalf("an empty queue holds %d segments and spare %v, want 1 and a spare", segments, q.spare != nil)
+	if segments != 1 || q.head != q.tail {
+		t.Fatalf("a drained queue holds %d segments, want 1", segments)
+	}
+	if q.spare != nil && q.spare.next != nil {
+		t.Fatal("the spare segment links to others")
 	}
 	for _, v := range q.head.items {
 		if v != nil {
-			t.Fatal("a popped slot still references its value")
+			t.Fatal("the head segment still references a value")
 		}
 	}
 }
 
-func TestQueueSegmentsOfLargeElements(t *testing.T) {
-	var q Queue[[1024]byte]
-	q.Push([1024]byte{1})
-	if got := len(q.head.items); got != minSegmentLen {
-		t.Fatalf("segment of 1 KiB elements has %d slots, want %d", got, minSegmentLen)
+// TestSegmentsHaveSaneLength: segment length follows the element size, never below the
+// minimum, and a zero-size element type works.
+func TestSegmentsHaveSaneLength(t *testing.T) {
+	var small Queue[byte]
+	small.Push(1)
+	if got := len(small.head.items); got != segmentBytes {
+		t.Fatalf("byte segment length %d, want %d", got, segmentBytes)
 	}
-	if v, _ := q.Pop(); v[0] != 1 {
-		t.Fatal("wrong value")
+	var big Queue[[1024]byte]
+	big.Push([1024]byte{})
+	if got := len(big.head.items); got != minSegmentLen {
+		t.Fatalf("large-element segment length %d, want %d", got, minSegmentLen)
+	}
+	var empty Queue[struct{}]
+	for range 100 {
+		empty.Push(struct{}{})
+	}
+	for range 100 {
+		if _, ok := empty.Pop(); !ok {
+			t.Fatal("lost a zero-size value")
+		}
+	}
+	if empty.Len() != 0 {
+		t.Fatalf("Len = %d after draining", empty.Len())
 	}
 }
 
-// TestQueueMatchesSliceModel compares random pushes and pops with a plain slice.
-func TestQueueMatchesSliceModel(t *testing.T) {
-	r := rand.New(rand.NewPCG(1, 2))
+// TestSteadyPushPopDoesNotAllocate: a queue that keeps crossing a segment boundary reuses its
+// spare segment instead of allocating.
+func TestSteadyPushPopDoesNotAllocate(t *testing.T) {
 	var q Queue[int]
-	var model []int
-	for i := range 200_000 {
-		if r.IntN(3) > 0 || len(model) == 0 {
-			q.Push(i)
-			model = append(model, i)
-			continue
-		}
-		v, ok := q.Pop()
-		if !ok || v != model[0] {
-			t.Fatalf("step %d: Pop = %d, %v; model has %d", i, v, ok, model[0])
-		}
-		model = model[1:]
-		if q.Len() != len(model) {
-			t.Fatalf("step %d: Len = %d, model %d", i, q.Len(), len(model))
-		}
+	for i := range 600 {
+		q.Push(i)
 	}
-}
-
-func BenchmarkQueuePushPop(b *testing.B) {
-	b.ReportAllocs()
-	var q Queue[func()]
-	f := func() {}
-	for range b.N {
-		q.Push(f)
-		if _, ok := q.Pop(); !ok {
-			b.Fatal("empty")
+	allocs := testing.AllocsPerRun(1000, func() {
+		for i := range 600 {
+			q.Push(i)
 		}
+		for range 600 {
+			q.Pop()
+		}
+	})
+	if allocs > 0 {
+		t.Fatalf("%v allocations per steady push/pop cycle, want 0", allocs)
 	}
 }

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -9,74 +10,280 @@ import (
 	"go.uber.org/goleak"
 )
 
+// TestMain fails the package if any test leaves a goroutine behind.
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-func newTestEngine(max int, run func(int)) *Engine[int] {
-	return New(Config[int]{
-		Run:          run,
-		MaxWorkers:   max,
-		IdleTimeout:  time.Hour,
-		PanicHandler: func(any, []byte) {},
-	})
-}
+func noPanic(v any, _ []byte) { panic(v) }
 
-func TestWakingGateStartsEveryQueuedTask(t *testing.T) {
-	// With every task blocked, the chain of wake-ups must bring the engine to min(tasks, max)
-	// running workers: no task may sit in the queue beside a free worker slot.
-	for _, n := range []int{1, 2, 7, 64} {
-		gate := make(chan struct{})
-		var started atomic.Int32
-		e := newTestEngine(16, func(int) { started.Add(1); <-gate })
-		for i := range n {
-			if r := e.Submit(i, true, nil); r != Accepted {
-				t.Fatalf("Submit = %v", r)
-			}
-		}
-		want := int32(min(n, 16))
-		deadline := time.Now().Add(10 * time.Second)
-		for started.Load() != want {
-			if time.Now().After(deadline) {
-				t.Fatalf("n=%d: %d tasks started, want %d; %+v", n, started.Load(), want, e.Counters())
-			}
-			time.Sleep(100 * time.Microsecond)
-		}
-		if c := e.Counters(); c.Waiting != n-int(want) {
-			t.Fatalf("n=%d: Counters = %+v", n, c)
-		}
-		close(gate)
-		e.Stop()
-		<-e.Exited()
-	}
-}
-
-func TestReapIdleKeepsMinimum(t *testing.T) {
-	var mu sync.Mutex
-	now := time.Unix(1000, 0)
-	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	e := New(Config[int]{
-		Run: func(int) {}, MaxWorkers: 4, MinWorkers: 1, IdleTimeout: time.Hour,
-		PanicHandler: func(any, []byte) {}, Now: clock,
-	})
-	// Three more workers join, run a task each and park; all at the same clock time.
-	for range 3 {
-		e.Forward(0)
-	}
+// waitUntil polls cond against a deadline.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for c := e.Counters(); c.Idle != c.Workers || c.Workers == 0; c = e.Counters() {
+	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("workers never parked: %+v", c)
+			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(100 * time.Microsecond)
 	}
-	workers := e.Counters().Workers
-	if n := e.ReapIdle(clock().Add(59 * time.Minute)); n != 0 {
-		t.Fatalf("reaped %d before any deadline", n)
+}
+
+// TestBurstBusiesEveryWorker guards the waking gate: a burst that the gate queues behind a
+// waking worker still ends with every one of MaxWorkers workers busy, none of the queued tasks
+// stranded while a worker could run it.
+func TestBurstBusiesEveryWorker(t *testing.T) {
+	const workers, tasks = 16, 200
+	hold := make(chan struct{})
+	var started atomic.Int32
+	e := New(Config[int]{
+		Run:          func(int) { started.Add(1); <-hold },
+		MaxWorkers:   workers,
+		IdleTimeout:  time.Minute,
+		PanicHandler: noPanic,
+	})
+	for i := range tasks {
+		if r := e.Submit(i, true, nil); r != Accepted {
+			t.Fatalf("Submit = %v, want Accepted", r)
+		}
 	}
-	if n := e.ReapIdle(clock().Add(10 * time.Hour)); n != workers-1 {
-		t.Fatalf("reaped %d of %d workers, want all but the minimum", n, workers)
+	waitUntil(t, "every worker busy", func() bool { return started.Load() == workers })
+	c := e.Counters()
+	if c.Workers != workers || c.Idle != 0 || c.Waiting != tasks-workers {
+		t.Fatalf("counters %+v, want %d busy workers and %d waiting", c, workers, tasks-workers)
+	}
+	close(hold)
+	e.Stop()
+	<-e.Exited()
+	if c := e.Counters(); c.Completed != tasks {
+		t.Fatalf("Completed = %d, want %d", c.Completed, tasks)
+	}
+}
+
+// TestIdleWorkersPickUpBursts: parked workers are reused for a later burst and every worker
+// ends up busy again, through the gate's one-by-one wake-ups.
+func TestIdleWorkersPickUpBursts(t *testing.T) {
+	const workers = 8
+	e := New(Config[chan struct{}]{
+		Run:          func(c chan struct{}) { <-c },
+		MaxWorkers:   workers,
+		MinWorkers:   workers,
+		PanicHandler: noPanic,
+	})
+	for round := range 20 {
+		hold := make(chan struct{})
+		for range workers * 3 {
+			if r := e.Submit(hold, true, nil); r != Accepted {
+				t.Fatalf("round %d: Submit = %v", round, r)
+			}
+		}
+		waitUntil(t, "every worker busy", func() bool {
+			c := e.Counters()
+			return c.Idle == 0 && c.Waiting == workers*2
+		})
+		close(hold)
+		if ch := e.Drained(); ch != nil {
+			<-ch
+		}
 	}
 	e.Stop()
 	<-e.Exited()
+}
+
+// TestForwardRunsAfterStop: Forward accepts whatever the bound and even after Stop, since a
+// sub-pool's accepted tasks must run.
+func TestForwardRunsAfterStop(t *testing.T) {
+	var ran atomic.Int32
+	hold := make(chan struct{})
+	e := New(Config[int]{
+		Run: func(i int) {
+			if i == 0 {
+				<-hold
+			}
+			ran.Add(1)
+		},
+		MaxWorkers:   1,
+		QueueSize:    1,
+		PanicHandler: noPanic,
+	})
+	e.Submit(0, true, nil)
+	e.Stop()
+	if r := e.Submit(1, false, nil); r != Stopped {
+		t.Fatalf("Submit after Stop = %v, want Stopped", r)
+	}
+	for i := 1; i <= 5; i++ {
+		e.Forward(i)
+	}
+	close(hold)
+	<-e.Exited()
+	if ran.Load() != 6 {
+		t.Fatalf("%d tasks ran, want 6 (one submitted, five forwarded)", ran.Load())
+	}
+}
+
+// TestBlockedSubmitThatGivesUpIsRejected: a submitter blocked on a full queue whose done
+// channel closes returns Canceled, is counted in Rejected, and its task never runs; one that
+// gets room first is Accepted.
+func TestBlockedSubmitThatGivesUpIsRejected(t *testing.T) {
+	hold := make(chan struct{})
+	var ran sync.Map
+	e := New(Config[int]{
+		Run:          func(i int) { <-hold; ran.Store(i, true) },
+		MaxWorkers:   1,
+		QueueSize:    1,
+		PanicHandler: noPanic,
+	})
+	e.Submit(0, true, nil)
+	e.Submit(1, true, nil)
+	done := make(chan struct{})
+	res := make(chan Result)
+	go func() { res <- e.Submit(2, true, done) }()
+	waitUntil(t, "the submitter to block", func() bool {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		return e.blocked.head != nil
+	})
+	close(done)
+	if r := <-res; r != Canceled {
+		t.Fatalf("blocked Submit whose done closed = %v, want Canceled", r)
+	}
+	if c := e.Counters(); c.Rejected != 1 || c.Submitted != 2 {
+		t.Fatalf("counters %+v, want 1 rejected and 2 submitted", c)
+	}
+	close(hold)
+	e.Stop()
+	<-e.Exited()
+	if _, ok := ran.Load(2); ok {
+		t.Fatal("the task of a submitter that gave up ran")
+	}
+}
+
+// TestReapIdleKeepsMinWorkers: reaping dismisses workers idle for IdleTimeout, oldest first,
+// never below MinWorkers, and not those idle for less.
+func TestReapIdleKeepsMinWorkers(t *testing.T) {
+	var mu sync.Mutex
+	now := time.Unix(1000, 0)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	hold := make(chan struct{})
+	e := New(Config[int]{
+		Run:          func(int) { <-hold },
+		MaxWorkers:   6,
+		MinWorkers:   2,
+		IdleTimeout:  time.Hour, // the reaper's timer never fires in this test
+		PanicHandler: noPanic,
+		Now:          clock,
+	})
+	for i := range 6 {
+		e.Submit(i, true, nil)
+	}
+	waitUntil(t, "6 busy workers", func() bool { c := e.Counters(); return c.Workers == 6 && c.Idle == 0 })
+	close(hold)
+	waitUntil(t, "6 idle workers", func() bool { return e.Counters().Idle == 6 })
+	if n := e.ReapIdle(now.Add(time.Hour - time.Nanosecond)); n != 0 {
+		t.Fatalf("ReapIdle before the timeout dismissed %d", n)
+	}
+	if n := e.ReapIdle(now.Add(time.Hour)); n != 4 {
+		t.Fatalf("ReapIdle dismissed %d, want 4 (6 idle, 2 kept)", n)
+	}
+	if c := e.Counters(); c.Workers != 2 || c.Idle != 2 {
+		t.Fatalf("counters %+v, want the 2 minimum workers idle", c)
+	}
+	e.Stop()
+	<-e.Exited()
+}
+
+// TestResizeStormLosesNothing: concurrent submitters and resizers on a bare engine; every
+// accepted task runs exactly once and Exited closes after Stop.
+func TestResizeStormLosesNothing(t *testing.T) {
+	const submitters, each = 16, 2000
+	runs := make([]atomic.Int32, submitters*each)
+	var live, high atomic.Int32
+	e := New(Config[int]{
+		Run: func(i int) {
+			n := live.Add(1)
+			for {
+				h := high.Load()
+				if n <= h || high.CompareAndSwap(h, n) {
+					break
+				}
+			}
+			runs[i].Add(1)
+			live.Add(-1)
+		},
+		MaxWorkers:   4,
+		QueueSize:    8,
+		PanicHandler: noPanic,
+	})
+	stop := make(chan struct{})
+	var resizer sync.WaitGroup
+	resizer.Add(1)
+	go func() {
+		defer resizer.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			e.Resize(1 + i%6)
+		}
+	}()
+	var wg sync.WaitGroup
+	accepted := make([]atomic.Bool, len(runs))
+	for s := range submitters {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := s * each; i < (s+1)*each; i++ {
+				accepted[i].Store(true)
+				r := e.Submit(i, i%2 == 0, nil)
+				accepted[i].Store(r == Accepted)
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	resizer.Wait()
+	e.Stop()
+	<-e.Exited()
+	for i := range runs {
+		if n := runs[i].Load(); accepted[i].Load() != (n == 1) || n > 1 {
+			t.Fatalf("task %d: accepted %v, ran %d times", i, accepted[i].Load(), n)
+		}
+	}
+	if h := high.Load(); h > 6 {
+		t.Fatalf("%d tasks ran at once; the largest limit was 6", h)
+	}
+}
+
+// TestStopWhileReaperRunsClosesExited: Stop racing with the reaper's timer still closes
+// Exited. The reaper's select may take the timer even though Stop has closed done; if it
+// then finds nothing idle, it must still report the engine's exit.
+func TestStopWhileReaperRunsClosesExited(t *testing.T) {
+	n := 3000
+	if testing.Short() {
+		n = 500
+	}
+	for i := range n {
+		e := New(Config[int]{
+			Run:          func(int) {},
+			MaxWorkers:   2,
+			IdleTimeout:  time.Duration(i%50) * time.Microsecond,
+			PanicHandler: noPanic,
+		})
+		e.Submit(i, true, nil)
+		for e.Counters().Idle == 0 && e.Counters().Workers > 0 {
+			runtime.Gosched()
+		}
+		e.Stop()
+		select {
+		case <-e.Exited():
+		case <-time.After(10 * time.Second):
+			c := e.Counters()
+			e.mu.Lock()
+			reaping := e.reaping
+			e.mu.Unlock()
+			t.Fatalf("iteration %d: Exited never closed after Stop; counters %+v, reaping %v", i, c, reaping)
+		}
+	}
 }
