@@ -15,7 +15,7 @@ import (
 type Group struct {
 	p      *Pool
 	ctx    context.Context
-	cancel context.CancelFunc
+	cancel context.CancelCauseFunc
 	wg     sync.WaitGroup
 
 	mu  sync.Mutex
@@ -23,10 +23,11 @@ type Group struct {
 }
 
 // Group returns a new group that runs its functions on p, and the context they receive: it is
-// derived from ctx and canceled at the first error or when Wait returns.
+// derived from ctx and canceled at the first error, with that error as its [context.Cause], or
+// when Wait returns.
 func (p *Pool) Group(ctx context.Context) (*Group, context.Context) {
 	g := &Group{p: p}
-	g.ctx, g.cancel = context.WithCancel(ctx)
+	g.ctx, g.cancel = context.WithCancelCause(ctx)
 	return g, g.ctx
 }
 
@@ -61,7 +62,7 @@ func (g *Group) submit(t task) {
 // synchronizes before the return of Wait.
 func (g *Group) Wait() error {
 	g.wg.Wait()
-	g.cancel()
+	g.cancel(nil)
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.err
@@ -74,7 +75,7 @@ func (g *Group) fail(err error) {
 		g.err = err
 	}
 	g.mu.Unlock()
-	g.cancel()
+	g.cancel(err)
 }
 
 // guard runs fn with the group's context and reports its error, or the panic or Goexit that
@@ -114,11 +115,12 @@ type Results[R any] struct {
 }
 
 // NewResults returns a new Results that runs its functions on p, and the context they receive:
-// derived from ctx and canceled at the first error or when Wait returns.
+// derived from ctx and canceled at the first error, with that error as its [context.Cause], or
+// when Wait returns.
 func NewResults[R any](p *Pool, ctx context.Context) (*Results[R], context.Context) {
 	r := &Results[R]{}
 	r.g.p = p
-	r.g.ctx, r.g.cancel = context.WithCancel(ctx)
+	r.g.ctx, r.g.cancel = context.WithCancelCause(ctx)
 	return r, r.g.ctx
 }
 

@@ -71,6 +71,9 @@ func TestGroupCancelsContextAtFirstError(t *testing.T) {
 	if ctx.Err() == nil {
 		t.Fatal("group context not canceled")
 	}
+	if cause := context.Cause(ctx); cause == nil || cause.Error() != "fail" {
+		t.Fatalf("context.Cause = %v, want the first error", cause)
+	}
 }
 
 func TestGroupCancelsContextWhenWaitReturns(t *testing.T) {
@@ -123,6 +126,26 @@ func TestGroupPanicBecomesPanicError(t *testing.T) {
 	}
 	if err := p.Submit(func() {}); err != nil {
 		t.Fatalf("pool unusable after a group panic: %v", err)
+	}
+}
+
+func TestGroupSecondWaitReturnsSameErrorAndGoAfterWaitRuns(t *testing.T) {
+	t.Parallel()
+	p := crew.New(2)
+	defer p.StopAndWait()
+	g, _ := p.Group(context.Background())
+	boom := errors.New("boom")
+	g.Go(func(context.Context) error { return boom })
+	if err := g.Wait(); !errors.Is(err, boom) {
+		t.Fatalf("Wait = %v", err)
+	}
+	var sawCanceled atomic.Bool
+	g.Go(func(ctx context.Context) error { sawCanceled.Store(ctx.Err() != nil); return nil })
+	if err := g.Wait(); !errors.Is(err, boom) {
+		t.Fatalf("second Wait = %v, want the same first error", err)
+	}
+	if !sawCanceled.Load() {
+		t.Fatal("a function started after Wait did not run with the canceled context")
 	}
 }
 
