@@ -41,6 +41,10 @@ func (sr *suiteResult) chart(path string, names []string, machine string) error 
 	if len(sr.scenarios) > 8 {
 		barWidth = vg.Points(4)
 	}
+	// The legend is drawn beside the plot rather than over its bars.
+	legend := plot.NewLegend()
+	legend.Top, legend.Left = true, true
+	legend.TextStyle.Font.Size = vg.Points(10)
 	lo, hi := 0.0, 0.0
 	for i, n := range present {
 		vals := make(plotter.Values, len(sr.scenarios))
@@ -58,9 +62,17 @@ func (sr *suiteResult) chart(path string, names []string, machine string) error 
 		bars.LineStyle.Width = 0
 		bars.Offset = barWidth * vg.Length(float64(i)-float64(len(present)-1)/2)
 		p.Add(bars)
-		p.Legend.Add(n, bars)
+		legend.Add(n, bars)
 	}
 	p.Add(plotter.NewGrid())
+	// crew's own bars have no height: the line at 1× stands for them.
+	one, err := plotter.NewLine(plotter.XYs{{X: -0.5, Y: 0}, {X: float64(len(sr.scenarios)) - 0.5, Y: 0}})
+	if err != nil {
+		return err
+	}
+	one.LineStyle.Width = vg.Points(1.5)
+	one.LineStyle.Color = palette[0]
+	p.Add(one)
 	p.Y.Min, p.Y.Max = math.Floor(lo)-0.25, math.Ceil(hi)+0.25
 	p.Y.Tick.Marker = log2Ticks{}
 	var labels []string
@@ -74,16 +86,14 @@ func (sr *suiteResult) chart(path string, names []string, machine string) error 
 		p.X.Tick.Label.YAlign = draw.YCenter
 	}
 
-	legendWidth := vg.Points(110)
+	legendWidth := vg.Points(130)
 	groupWidth := barWidth * vg.Length(len(present)+2)
 	width := max(vg.Points(480), groupWidth*vg.Length(len(labels))+vg.Points(120)) + legendWidth
 	height := vg.Points(360)
 	canvas := vgsvg.New(width, height)
 	dc := draw.New(canvas)
 	p.Draw(draw.Crop(dc, 0, -legendWidth, 0, 0))
-	p.Legend.Top = true
-	p.Legend.Left = true
-	p.Legend.Draw(draw.Crop(dc, width-legendWidth+vg.Points(8), 0, 0, -vg.Points(30)))
+	legend.Draw(draw.Crop(dc, width-legendWidth+vg.Points(8), 0, 0, -vg.Points(30)))
 	return writeFile(path, canvas)
 }
 
