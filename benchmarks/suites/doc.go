@@ -1,7 +1,8 @@
 // Package suites holds the benchmark suites that peer pool libraries published, rerun on crew,
 // the peers the Go module proxy serves and the baselines of package contenders. Every
-// benchmark is a plain testing benchmark named Benchmark<Suite>/<scenario>/<task>/<contender>,
-// so benchstat reads the output and the crewbench command groups it; every one counts the tasks
+// benchmark is a plain testing benchmark named Benchmark<Suite>/<key>=<scenario>/task=<task>/pool=<contender>,
+// so benchstat reads the output (benchstat -col /pool puts the contenders side by side) and the
+// crewbench command groups it; every one counts the tasks
 // that ran with an atomic and fails if a single one is missing.
 //
 // Five suites, each with the parameters its authors published:

@@ -14,7 +14,7 @@ func BenchmarkItogami(b *testing.B) {
 	l := load{users: 1, perUser: shrink(1_000_000, 1000)}
 	sleep := func() { time.Sleep(10 * time.Millisecond) }
 	for _, c := range contenders.All {
-		b.Run("1Mt-50Kw/sleep10ms/"+c.Name, func(b *testing.B) {
+		b.Run("load=1Mt-50Kw/task=sleep10ms/pool="+c.Name, func(b *testing.B) {
 			runLoad(b, c, workers, l, sleep)
 		})
 	}

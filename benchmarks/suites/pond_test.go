@@ -49,7 +49,7 @@ func BenchmarkPond(b *testing.B) {
 				if w.load.interval > 0 && isStatic(c) {
 					continue
 				}
-				b.Run(w.name+"/"+t.name+"/"+c.Name, func(b *testing.B) {
+				b.Run("load="+w.name+"/task="+t.name+"/pool="+c.Name, func(b *testing.B) {
 					runLoad(b, c, workers, w.load, t.task)
 				})
 			}

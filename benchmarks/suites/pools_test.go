@@ -11,7 +11,8 @@ import (
 )
 
 // BenchmarkPools reruns johnsiilver/pools' comparison: 10,000 ECDSA P-256 key generations per
-// iteration on NumCPU workers. Its "limiter + goroutines" is the goroutines baseline here.
+// iteration on NumCPU workers. Its "limiter + goroutines" is errgroup here: SetLimit puts a
+// semaphore in front of a goroutine per task.
 func BenchmarkPools(b *testing.B) {
 	workers := runtime.NumCPU()
 	l := load{users: 1, perUser: shrink(10_000, 1000)}
@@ -21,7 +22,7 @@ func BenchmarkPools(b *testing.B) {
 		}
 	}
 	for _, c := range contenders.All {
-		b.Run("10Kkeys/ecdsa-p256/"+c.Name, func(b *testing.B) {
+		b.Run("load=10Kkeys/task=ecdsa-p256/pool="+c.Name, func(b *testing.B) {
 			runLoad(b, c, workers, l, keygen)
 		})
 	}

@@ -39,7 +39,7 @@ func BenchmarkTaskQ(b *testing.B) {
 	workers := runtime.NumCPU()
 	for _, t := range taskqTasks {
 		for _, c := range contenders.All {
-			b.Run("NumCPU/"+t.name+"/"+c.Name, func(b *testing.B) {
+			b.Run("workers=NumCPU/task="+t.name+"/pool="+c.Name, func(b *testing.B) {
 				runN(b, c, workers, t.task)
 			})
 		}

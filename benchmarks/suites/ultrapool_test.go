@@ -63,7 +63,7 @@ func BenchmarkUltrapool(b *testing.B) {
 				if isStatic(c) {
 					continue
 				}
-				b.Run(fmt.Sprintf("%s/par%d/%s", t.name, par, c.Name), func(b *testing.B) {
+				b.Run(fmt.Sprintf("task=%s/par=%d/pool=%s", t.name, par, c.Name), func(b *testing.B) {
 					runParallel(b, c, workers, par, t.task)
 				})
 			}

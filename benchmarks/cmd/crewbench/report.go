@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -68,7 +67,12 @@ func analyze(raw []byte, o options) (*report, error) {
 		var names []string
 		for _, p := range parts {
 			if strings.HasPrefix(string(p), "/") {
-				names = append(names, strings.TrimPrefix(string(p), "/"))
+				// "/load=1u-1Mt" names the scenario part 1u-1Mt; "/par=10" stays par=10.
+				part := strings.TrimPrefix(string(p), "/")
+				if k, v, ok := strings.Cut(part, "="); ok && k != "par" && k != "workers" {
+					part = v
+				}
+				names = append(names, part)
 			}
 		}
 		if len(names) < 2 {
@@ -126,8 +130,15 @@ func (sc *scenario) ratio(name string) (r float64, significant, ok bool) {
 	cmp := benchmath.AssumeNothing.Compare(
 		benchmath.NewSample(slices.Clone(c.time), &benchmath.DefaultThresholds),
 		benchmath.NewSample(slices.Clone(ref.time), &benchmath.DefaultThresholds))
+	if cmp.N1 < minTested || cmp.N2 < minTested {
+		return r, true, true // too few samples to test: shown without a mark
+	}
 	return r, cmp.P <= cmp.Alpha, true
 }
+
+// minTested is the fewest samples per side for which the tables test a difference: with
+// fewer, the U test cannot reach significance at α = 0.05 whatever the figures.
+const minTested = 4
 
 // fmtRatio writes a multiple of crew's time; "~" marks one that is not significant.
 func fmtRatio(r float64, significant bool) string {
@@ -194,7 +205,7 @@ func (rep *report) header() string {
 	fmt.Fprintf(&b, "Machine: %s.\n\n", rep.machine)
 	fmt.Fprintf(&b, "Command (in `benchmarks/`): `%s`.\n\n", rep.command())
 	fmt.Fprintf(&b, "Each figure is the median of %d samples, one per pass, the order of the contenders turned by one place each pass. ", rep.opts.count)
-	b.WriteString("A multiple is the contender's median time divided by crew's (below 1: faster than crew); `~` marks a difference that the Mann-Whitney U test of golang.org/x/perf/benchmath does not find significant at α = 0.05 (with fewer than 4 samples per side nothing can be).\n\n")
+	b.WriteString("A multiple is the contender's median time divided by crew's (below 1: faster than crew); `~` marks a difference that the Mann-Whitney U test of golang.org/x/perf/benchmath does not find significant at α = 0.05; with fewer than 4 samples per side no test is made and nothing is marked, so read the range column (max − min over the median).\n\n")
 	return b.String()
 }
 
@@ -243,7 +254,7 @@ func (sr *suiteResult) markdown(names []string) string {
 	}
 
 	b.WriteString("\n<details><summary>Time, memory and allocations per contender</summary>\n\n")
-	b.WriteString("| scenario | contender | time/op | ± | B/op | allocs/op | × crew |\n|---|---|--:|--:|--:|--:|--:|\n")
+	b.WriteString("| scenario | contender | time/op | range | B/op | allocs/op | × crew |\n|---|---|--:|--:|--:|--:|--:|\n")
 	for _, sc := range sr.scenarios {
 		for _, n := range present {
 			c := sc.cells[n]
@@ -256,20 +267,22 @@ func (sr *suiteResult) markdown(names []string) string {
 				x = fmtRatio(r, sig || n == contenders.Reference)
 			}
 			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", sc.name, n, fmtTime(t.Center),
-				spread(t), fmtCount(summary(c.bytes).Center), fmtCount(summary(c.allocs).Center), x)
+				spread(c.time), fmtCount(summary(c.bytes).Center), fmtCount(summary(c.allocs).Center), x)
 		}
 	}
 	b.WriteString("\n</details>\n\n")
 	return b.String()
 }
 
-// spread is the confidence interval's half-width as a percentage of the median, as benchstat
-// writes it.
-func spread(s benchmath.Summary) string {
-	if s.Center == 0 || math.IsInf(s.Lo, 0) || math.IsInf(s.Hi, 0) || math.IsNaN(s.Lo) {
-		return "∞"
+// spread is the range of the samples, max - min, as a percentage of their median: with a
+// handful of samples it says more than a confidence interval, which needs six or more.
+func spread(values []float64) string {
+	lo, hi := slices.Min(values), slices.Max(values)
+	med := summary(values).Center
+	if med == 0 {
+		return "–"
 	}
-	return s.PctRangeString()
+	return fmt.Sprintf("%.0f%%", (hi-lo)/med*100)
 }
 
 func (sr *suiteResult) has(name string) bool {

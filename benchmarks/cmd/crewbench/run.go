@@ -100,7 +100,7 @@ func plan(o options) []job {
 			jobs = append(jobs, job{
 				suite:     s,
 				contender: c,
-				filter:    "^" + s.bench + "$/" + filter + "/^" + regexp.QuoteMeta(c) + "$",
+				filter:    "^" + s.bench + "$/" + filter + "/^pool=" + regexp.QuoteMeta(c) + "$",
 				benchtime: benchtime,
 			})
 		}

@@ -24,14 +24,14 @@ var suites = []suite{
 		title:  "pond's workloads",
 		about:  "users × tasks per user on a fresh pool of 200,000 workers (its creation measured); tasks sleep 10ms or call rand.Float64; the two middle workloads pause 10ms between one user's submissions.",
 		source: "https://github.com/alitto/pond/tree/main/benchmark",
-		quick:  "^(1u-1Mt|100u-10Kt)$/^randfloat$", quickTime: "1x", fullTime: "1x",
+		quick:  "^load=(1u-1Mt|100u-10Kt)$/^task=randfloat$", quickTime: "1x", fullTime: "1x",
 	},
 	{
 		name: "ultrapool", bench: "BenchmarkUltrapool",
 		title:  "ultrapool's workloads",
 		about:  "b.RunParallel submitters (parallelism × GOMAXPROCS goroutines) hand one task per iteration to a pool of 10,000 workers; time is per task.",
 		source: "https://github.com/maurice2k/ultrapool#benchmarks",
-		quick:  "^(sleep1us|sha256-1kB)$/^(par1|par100)$", quickTime: "100ms", fullTime: "200ms",
+		quick:  "^task=(sleep1us|sha256-1kB)$/^par=(1|100)$", quickTime: "100ms", fullTime: "200ms",
 	},
 	{
 		name: "itogami", bench: "BenchmarkItogami",
@@ -45,7 +45,7 @@ var suites = []suite{
 		title:  "TaskQ's workloads",
 		about:  "b.N tasks on NumCPU workers; time is per task: a small JSON unmarshal, a 50ms sleep then the unmarshal, sleeps of 1µs, 50µs, 1ms and 50ms.",
 		source: "https://github.com/antonmashko/taskq/tree/master/benchmarks",
-		quick:  "^NumCPU$/^(json|sleep1ms)$", quickTime: "100ms", fullTime: "300ms",
+		quick:  "^workers=NumCPU$/^task=(json|sleep1ms)$", quickTime: "100ms", fullTime: "300ms",
 	},
 	{
 		name: "pools", bench: "BenchmarkPools",
