@@ -39,12 +39,13 @@ type suiteResult struct {
 type report struct {
 	opts    options
 	machine string // goos/goarch, cpu, cores, Go version
+	command string // the command line that took the samples
 	suites  []*suiteResult
 }
 
 // analyze parses raw, the concatenated output of the test binary, with benchfmt.
 func analyze(raw []byte, o options) (*report, error) {
-	rep := &report{opts: o}
+	rep := &report{opts: o, command: commandLine(o)}
 	bySuite := map[string]*suiteResult{}
 	for _, s := range o.suites {
 		sr := &suiteResult{suite: s}
@@ -59,6 +60,9 @@ func analyze(raw []byte, o options) (*report, error) {
 			continue // syntax errors and unit metadata: the test binary's own lines
 		}
 		goos, goarch, cpu = res.GetConfig("goos"), res.GetConfig("goarch"), res.GetConfig("cpu")
+		if c := res.GetConfig("crewbench-command"); c != "" {
+			rep.command = c
+		}
 		base, parts := res.Name.Parts()
 		sr := bySuite[strings.TrimPrefix(string(base), "Benchmark")] // benchfmt drops the prefix
 		if sr == nil {
@@ -96,6 +100,16 @@ func analyze(raw []byte, o options) (*report, error) {
 	}
 	if err := r.Err(); err != nil {
 		return nil, err
+	}
+	if o.in != "" { // the samples per benchmark, as the run that wrote the file took them
+		rep.opts.count = 0
+		for _, sr := range rep.suites {
+			for _, sc := range sr.scenarios {
+				for _, c := range sc.cells {
+					rep.opts.count = max(rep.opts.count, len(c.time))
+				}
+			}
+		}
 	}
 	rep.machine = fmt.Sprintf("%s/%s, %s, %d cores (GOMAXPROCS %d), %s",
 		goos, goarch, cpu, runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version())
@@ -173,28 +187,28 @@ func fmtCount(v float64) string {
 	}
 }
 
-// command is the command line that reproduces the run.
-func (rep *report) command() string {
+// commandLine is the command line that reproduces a run with options o.
+func commandLine(o options) string {
 	args := []string{"go", "run", "./cmd/crewbench"}
-	if rep.opts.full {
+	if o.full {
 		args = append(args, "-full")
 	}
-	if rep.opts.short {
+	if o.short {
 		args = append(args, "-short")
 	}
-	args = append(args, fmt.Sprintf("-count %d", rep.opts.count))
-	if len(rep.opts.suites) != len(suites) {
+	args = append(args, fmt.Sprintf("-count %d", o.count))
+	if len(o.suites) != len(suites) {
 		var names []string
-		for _, s := range rep.opts.suites {
+		for _, s := range o.suites {
 			names = append(names, s.name)
 		}
 		args = append(args, "-suite "+strings.Join(names, ","))
 	}
-	if len(rep.opts.contenders) != len(contenders.All) {
-		args = append(args, "-contenders "+strings.Join(rep.opts.contenders, ","))
+	if len(o.contenders) != len(contenders.All) {
+		args = append(args, "-contenders "+strings.Join(o.contenders, ","))
 	}
-	if rep.opts.out != "" {
-		args = append(args, "-out "+rep.opts.out)
+	if o.out != "" {
+		args = append(args, "-out "+o.out)
 	}
 	return strings.Join(args, " ")
 }
@@ -203,8 +217,8 @@ func (rep *report) command() string {
 func (rep *report) header() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Machine: %s.\n\n", rep.machine)
-	fmt.Fprintf(&b, "Command (in `benchmarks/`): `%s`.\n\n", rep.command())
-	fmt.Fprintf(&b, "Each figure is the median of %d samples, one per pass, the order of the contenders turned by one place each pass. ", rep.opts.count)
+	fmt.Fprintf(&b, "Command (in `benchmarks/`): `%s`.\n\n", rep.command)
+	fmt.Fprintf(&b, "Each figure is the median of %d samples (fewer where a run was cut short), one per pass, the order of the contenders turned by one place each pass. ", rep.opts.count)
 	b.WriteString("A multiple is the contender's median time divided by crew's (below 1: faster than crew); `~` marks a difference that the Mann-Whitney U test of golang.org/x/perf/benchmath does not find significant at α = 0.05; with fewer than 4 samples per side no test is made and nothing is marked, so read the range column (max − min over the median).\n\n")
 	return b.String()
 }
@@ -301,13 +315,10 @@ func upperFirst(s string) string {
 	return strings.ToUpper(s[:1]) + s[1:]
 }
 
-// write saves the raw output, the tables (all of them in results.md, and each suite's in
+// write saves the tables (all of them in results.md, and each suite's in
 // <suite>.md) and one chart per suite into dir.
-func (rep *report) write(dir string, raw []byte, md string) error {
+func (rep *report) write(dir string, md string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "raw.txt"), raw, 0o644); err != nil {
 		return err
 	}
 	if err := os.WriteFile(filepath.Join(dir, "results.md"), []byte("# crew benchmark results\n\n"+md), 0o644); err != nil {

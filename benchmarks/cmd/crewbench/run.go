@@ -20,8 +20,15 @@ type job struct {
 	benchtime string
 }
 
-// run compiles the suites, runs every pass, and reports.
+// run compiles the suites, runs every pass, and reports; with -in it only reports.
 func run(o options) error {
+	if o.in != "" {
+		raw, err := os.ReadFile(o.in)
+		if err != nil {
+			return err
+		}
+		return publish(o, raw)
+	}
 	gomod, err := exec.Command("go", "env", "GOMOD").Output()
 	if err != nil {
 		return fmt.Errorf("go env GOMOD: %w", err)
@@ -48,7 +55,23 @@ func run(o options) error {
 	if len(jobs) == 0 {
 		return fmt.Errorf("nothing to run: the quick run leaves out every suite chosen; add -full")
 	}
+	// With -out, raw.txt grows job by job, so a run cut short still leaves every sample it
+	// took for -in.
 	var raw bytes.Buffer
+	var rawFile *os.File
+	if o.out != "" {
+		if err := os.MkdirAll(o.out, 0o755); err != nil {
+			return err
+		}
+		if rawFile, err = os.Create(filepath.Join(o.out, "raw.txt")); err != nil {
+			return err
+		}
+		defer rawFile.Close()
+		// A config line (benchfmt's "key: value") that -in reads back for the tables' header.
+		if _, err := fmt.Fprintf(rawFile, "crewbench-command: %s\n", commandLine(o)); err != nil {
+			return err
+		}
+	}
 	start := time.Now()
 	total := len(jobs) * o.count
 	done := 0
@@ -64,6 +87,11 @@ func run(o options) error {
 				pass+1, o.count, j.suite.name, j.contender, done+1, total, elapsed.Round(time.Second), eta)
 			out, err := runJob(bin, j, o.short)
 			raw.Write(out)
+			if rawFile != nil {
+				if _, err := rawFile.Write(out); err != nil {
+					return err
+				}
+			}
 			if err != nil {
 				os.Stderr.Write(out)
 				return fmt.Errorf("%s on %s: %w", j.suite.name, j.contender, err)
@@ -72,8 +100,12 @@ func run(o options) error {
 		}
 	}
 	fmt.Fprintf(os.Stderr, "crewbench: %d runs in %s\n", total, time.Since(start).Round(time.Second))
+	return publish(o, raw.Bytes())
+}
 
-	rep, err := analyze(raw.Bytes(), o)
+// publish analyzes raw, prints the tables and, with -out, writes them and the charts.
+func publish(o options, raw []byte) error {
+	rep, err := analyze(raw, o)
 	if err != nil {
 		return err
 	}
@@ -82,7 +114,7 @@ func run(o options) error {
 	if o.out == "" {
 		return nil
 	}
-	return rep.write(o.out, raw.Bytes(), md)
+	return rep.write(o.out, md)
 }
 
 // plan lists the jobs of one pass, suite by suite, contenders in o's order.
