@@ -2,13 +2,16 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"regexp"
 	"runtime"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -51,6 +54,10 @@ func run(o options) error {
 		return fmt.Errorf("compiling the suites: %w", err)
 	}
 
+	// An interrupt ends the running benchmark process too, and keeps raw.txt as far as it got.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
 	jobs := plan(o)
 	if len(jobs) == 0 {
 		return fmt.Errorf("nothing to run: the quick run leaves out every suite chosen; add -full")
@@ -85,12 +92,19 @@ func run(o options) error {
 			}
 			fmt.Fprintf(os.Stderr, "pass %d/%d  %-9s %-16s [%d/%d, %s elapsed%s]\n",
 				pass+1, o.count, j.suite.name, j.contender, done+1, total, elapsed.Round(time.Second), eta)
-			out, err := runJob(bin, j, o.short)
+			out, err := runJob(ctx, bin, j, o.short)
 			raw.Write(out)
 			if rawFile != nil {
 				if _, err := rawFile.Write(out); err != nil {
 					return err
 				}
+			}
+			if ctx.Err() != nil {
+				if o.out != "" {
+					return fmt.Errorf("interrupted; the samples taken so far are in %s (go run ./cmd/crewbench -in %[1]s)",
+						filepath.Join(o.out, "raw.txt"))
+				}
+				return fmt.Errorf("interrupted")
 			}
 			if err != nil {
 				os.Stderr.Write(out)
@@ -153,7 +167,7 @@ func rotate(jobs []job, pass, perSuite int) []job {
 }
 
 // runJob runs the test binary for j and returns its output.
-func runJob(bin string, j job, short bool) ([]byte, error) {
+func runJob(ctx context.Context, bin string, j job, short bool) ([]byte, error) {
 	args := []string{
 		"-test.run=^$",
 		"-test.bench=" + j.filter,
@@ -165,7 +179,7 @@ func runJob(bin string, j job, short bool) ([]byte, error) {
 	if short {
 		args = append(args, "-test.short")
 	}
-	cmd := exec.Command(bin, args...)
+	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = append(os.Environ(), fmt.Sprintf("GOMAXPROCS=%d", runtime.GOMAXPROCS(0)))
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
