@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 
 	"golang.org/x/perf/benchfmt"
@@ -157,6 +158,9 @@ const minTested = 4
 // fmtRatio writes a multiple of crew's time; "~" marks one that is not significant.
 func fmtRatio(r float64, significant bool) string {
 	s := fmt.Sprintf("%.2f", r)
+	if r < 0.1 {
+		s = strconv.FormatFloat(r, 'g', 2, 64) // 0.0041, not 0.00
+	}
 	if !significant {
 		s = "~" + s
 	}
