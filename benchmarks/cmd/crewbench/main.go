@@ -1,0 +1,146 @@
+// Command crewbench runs the suites of package suites on crew, its peers and the baselines,
+// and reports how each contender compares with crew.
+//
+// Run from the benchmarks module:
+//
+//	go run ./cmd/crewbench                # quick selection, a few minutes
+//	go run ./cmd/crewbench -full -out ../docs/benchmarks
+//
+// It compiles the suites' test binary once, then runs it -count passes, one process per suite
+// and contender, turning the order of the contenders by one place each pass so that a drifting
+// machine does not favour whoever runs first. It prints progress on standard error and, on
+// standard output, one markdown table per suite with each contender's median time, B/op and
+// allocs/op and its time as a multiple of crew's; a multiple that the Mann-Whitney U test of
+// golang.org/x/perf/benchmath does not find significant is marked with "~". With -out it also
+// writes the raw benchmark output (benchstat reads it), the tables and one SVG chart per suite.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/crewgo/crew/benchmarks/contenders"
+)
+
+// options are the parsed command line.
+type options struct {
+	full       bool
+	short      bool
+	count      int
+	suites     []suite
+	contenders []string
+	out        string
+	in         string
+}
+
+func main() {
+	opts, err := parseFlags(os.Args[1:], os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		os.Exit(0)
+	}
+	if err != nil {
+		os.Exit(2)
+	}
+	if err := run(opts); err != nil {
+		fmt.Fprintln(os.Stderr, "crewbench:", err)
+		os.Exit(1)
+	}
+}
+
+// parseFlags parses args; on an error it has already printed the message and the usage to
+// stderr.
+func parseFlags(args []string, stderr io.Writer) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("crewbench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.BoolVar(&o.full, "full", false, "run every scenario of every suite, heavy ones included (tens of minutes)")
+	fs.BoolVar(&o.short, "short", false, "shrink every workload (go test -short): a smoke test whose figures mean nothing")
+	fs.IntVar(&o.count, "count", 3, "passes over the contenders; each pass gives each benchmark one sample")
+	suiteList := fs.String("suite", "", "comma-separated suites to run (default all): "+strings.Join(suiteNames(), ", "))
+	contenderList := fs.String("contenders", "", "comma-separated contenders to run (default all); crew is always added")
+	fs.StringVar(&o.in, "in", "", "analyze this earlier raw.txt instead of running anything (-count is then read from it)")
+	fs.StringVar(&o.out, "out", "", "directory for the raw output, the markdown tables and the SVG charts (default: print tables only)")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), `Usage: go run ./cmd/crewbench [flags]
+
+Runs the published suites of pond, ultrapool, itogami, TaskQ and johnsiilver/pools on crew, its
+peers and the baselines, and prints one markdown table per suite with each contender's time as
+a multiple of crew's. Without -full it runs a quick selection.
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	fail := func(format string, a ...any) (options, error) {
+		err := fmt.Errorf(format, a...)
+		fmt.Fprintln(stderr, "crewbench:", err)
+		fs.Usage()
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return fail("unexpected argument %q", fs.Arg(0))
+	}
+	if o.count < 1 {
+		return fail("-count must be at least 1, got %d", o.count)
+	}
+	for _, name := range splitList(*suiteList) {
+		i := slices.IndexFunc(suites, func(s suite) bool { return s.name == name })
+		if i < 0 {
+			return fail("unknown suite %q (known: %s)", name, strings.Join(suiteNames(), ", "))
+		}
+		o.suites = append(o.suites, suites[i])
+	}
+	if len(o.suites) == 0 {
+		o.suites = suites
+	}
+	known := contenderNames()
+	names := splitList(*contenderList)
+	for _, name := range names {
+		if !slices.Contains(known, name) {
+			return fail("unknown contender %q (known: %s)", name, strings.Join(known, ", "))
+		}
+	}
+	if len(names) == 0 {
+		names = known
+	}
+	for _, name := range known { // keep the order of contenders.All
+		if name == contenders.Reference || slices.Contains(names, name) {
+			o.contenders = append(o.contenders, name)
+		}
+	}
+	return o, nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func suiteNames() []string {
+	var names []string
+	for _, s := range suites {
+		names = append(names, s.name)
+	}
+	return names
+}
+
+func contenderNames() []string {
+	var names []string
+	for _, c := range contenders.All {
+		names = append(names, c.Name)
+	}
+	return names
+}

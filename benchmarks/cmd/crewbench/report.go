@@ -1,0 +1,346 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+
+	"golang.org/x/perf/benchfmt"
+	"golang.org/x/perf/benchmath"
+
+	"github.com/crewgo/crew/benchmarks/contenders"
+)
+
+// confidence is the level of the intervals in the tables.
+const confidence = 0.95
+
+// cell is one contender in one scenario: its samples and their summaries.
+type cell struct {
+	time, bytes, allocs []float64
+}
+
+// scenario is one row group of a suite: e.g. "1u-1Mt/randfloat".
+type scenario struct {
+	name  string
+	cells map[string]*cell // by contender
+}
+
+// suiteResult is everything measured for one suite.
+type suiteResult struct {
+	suite     suite
+	scenarios []*scenario
+}
+
+// report is the analysis of a whole run.
+type report struct {
+	opts    options
+	machine string // goos/goarch, cpu, cores, Go version
+	command string // the command line that took the samples
+	suites  []*suiteResult
+}
+
+// analyze parses raw, the concatenated output of the test binary, with benchfmt.
+func analyze(raw []byte, o options) (*report, error) {
+	rep := &report{opts: o, command: commandLine(o)}
+	bySuite := map[string]*suiteResult{}
+	for _, s := range o.suites {
+		sr := &suiteResult{suite: s}
+		bySuite[strings.TrimPrefix(s.bench, "Benchmark")] = sr
+		rep.suites = append(rep.suites, sr)
+	}
+	var goos, goarch, cpu string
+	r := benchfmt.NewReader(bytes.NewReader(raw), "crewbench")
+	for r.Scan() {
+		res, ok := r.Result().(*benchfmt.Result)
+		if !ok {
+			continue // syntax errors and unit metadata: the test binary's own lines
+		}
+		goos, goarch, cpu = res.GetConfig("goos"), res.GetConfig("goarch"), res.GetConfig("cpu")
+		if c := res.GetConfig("crewbench-command"); c != "" {
+			rep.command = c
+		}
+		base, parts := res.Name.Parts()
+		sr := bySuite[strings.TrimPrefix(string(base), "Benchmark")] // benchfmt drops the prefix
+		if sr == nil {
+			continue
+		}
+		var names []string
+		for _, p := range parts {
+			if strings.HasPrefix(string(p), "/") {
+				// "/load=1u-1Mt" is shown as 1u-1Mt; "/par=10" keeps its key, a bare 10 says nothing.
+				part := strings.TrimPrefix(string(p), "/")
+				if k, v, ok := strings.Cut(part, "="); ok && k != "par" {
+					part = v
+				}
+				names = append(names, part)
+			}
+		}
+		if len(names) < 2 {
+			continue
+		}
+		sc := sr.scenario(strings.Join(names[:len(names)-1], "/"))
+		c := sc.cells[names[len(names)-1]]
+		if c == nil {
+			c = new(cell)
+			sc.cells[names[len(names)-1]] = c
+		}
+		if v, ok := res.Value("sec/op"); ok {
+			c.time = append(c.time, v)
+		}
+		if v, ok := res.Value("B/op"); ok {
+			c.bytes = append(c.bytes, v)
+		}
+		if v, ok := res.Value("allocs/op"); ok {
+			c.allocs = append(c.allocs, v)
+		}
+	}
+	if err := r.Err(); err != nil {
+		return nil, err
+	}
+	if o.in != "" { // the samples per benchmark, as the run that wrote the file took them
+		rep.opts.count = 0
+		for _, sr := range rep.suites {
+			for _, sc := range sr.scenarios {
+				for _, c := range sc.cells {
+					rep.opts.count = max(rep.opts.count, len(c.time))
+				}
+			}
+		}
+	}
+	rep.machine = fmt.Sprintf("%s/%s, %s, %d cores (GOMAXPROCS %d), %s",
+		goos, goarch, cpu, runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version())
+	return rep, nil
+}
+
+func (sr *suiteResult) scenario(name string) *scenario {
+	for _, sc := range sr.scenarios {
+		if sc.name == name {
+			return sc
+		}
+	}
+	sc := &scenario{name: name, cells: map[string]*cell{}}
+	sr.scenarios = append(sr.scenarios, sc)
+	return sc
+}
+
+// summary is the median of values with its confidence interval.
+func summary(values []float64) benchmath.Summary {
+	s := benchmath.NewSample(slices.Clone(values), &benchmath.DefaultThresholds)
+	return benchmath.AssumeNothing.Summary(s, confidence)
+}
+
+// ratio is a contender's median time over crew's, and whether the difference between the
+// two samples is significant.
+func (sc *scenario) ratio(name string) (r float64, significant, ok bool) {
+	c, ref := sc.cells[name], sc.cells[contenders.Reference]
+	if c == nil || ref == nil || len(c.time) == 0 || len(ref.time) == 0 {
+		return 0, false, false
+	}
+	r = summary(c.time).Center / summary(ref.time).Center
+	cmp := benchmath.AssumeNothing.Compare(
+		benchmath.NewSample(slices.Clone(c.time), &benchmath.DefaultThresholds),
+		benchmath.NewSample(slices.Clone(ref.time), &benchmath.DefaultThresholds))
+	if cmp.N1 < minTested || cmp.N2 < minTested {
+		return r, true, true // too few samples to test: shown without a mark
+	}
+	return r, cmp.P <= cmp.Alpha, true
+}
+
+// minTested is the fewest samples per side for which the tables test a difference: with
+// fewer, the U test cannot reach significance at α = 0.05 whatever the figures.
+const minTested = 4
+
+// fmtRatio writes a multiple of crew's time; "~" marks one that is not significant.
+func fmtRatio(r float64, significant bool) string {
+	s := fmt.Sprintf("%.2f", r)
+	if r < 0.1 {
+		s = strconv.FormatFloat(r, 'g', 2, 64) // 0.0041, not 0.00
+	}
+	if !significant {
+		s = "~" + s
+	}
+	return s
+}
+
+func fmtTime(sec float64) string {
+	switch {
+	case sec >= 1:
+		return fmt.Sprintf("%.2fs", sec)
+	case sec >= 1e-3:
+		return fmt.Sprintf("%.2fms", sec*1e3)
+	case sec >= 1e-6:
+		return fmt.Sprintf("%.2fµs", sec*1e6)
+	default:
+		return fmt.Sprintf("%.1fns", sec*1e9)
+	}
+}
+
+func fmtCount(v float64) string {
+	switch {
+	case v >= 10e6:
+		return fmt.Sprintf("%.0fM", v/1e6)
+	case v >= 10e3:
+		return fmt.Sprintf("%.0fk", v/1e3)
+	default:
+		return fmt.Sprintf("%.0f", v)
+	}
+}
+
+// commandLine is the command line that reproduces a run with options o.
+func commandLine(o options) string {
+	args := []string{"go", "run", "./cmd/crewbench"}
+	if o.full {
+		args = append(args, "-full")
+	}
+	if o.short {
+		args = append(args, "-short")
+	}
+	args = append(args, fmt.Sprintf("-count %d", o.count))
+	if len(o.suites) != len(suites) {
+		var names []string
+		for _, s := range o.suites {
+			names = append(names, s.name)
+		}
+		args = append(args, "-suite "+strings.Join(names, ","))
+	}
+	if len(o.contenders) != len(contenders.All) {
+		args = append(args, "-contenders "+strings.Join(o.contenders, ","))
+	}
+	if o.out != "" {
+		args = append(args, "-out "+o.out)
+	}
+	return strings.Join(args, " ")
+}
+
+// header is the text above the tables.
+func (rep *report) header() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Machine: %s.\n\n", rep.machine)
+	fmt.Fprintf(&b, "Command (in `benchmarks/`): `%s`.\n\n", rep.command)
+	fmt.Fprintf(&b, "Each figure is the median of %d samples (fewer where a run was cut short), one per pass, the order of the contenders turned by one place each pass. ", rep.opts.count)
+	b.WriteString("A multiple is the contender's median time divided by crew's (below 1: faster than crew); `~` marks a difference that the Mann-Whitney U test of golang.org/x/perf/benchmath does not find significant at α = 0.05; with fewer than 4 samples per side no test is made and nothing is marked, so read the range column (max − min over the median).\n\n")
+	return b.String()
+}
+
+// markdown is every suite's tables.
+func (rep *report) markdown() string {
+	var b strings.Builder
+	b.WriteString(rep.header())
+	for _, sr := range rep.suites {
+		if len(sr.scenarios) > 0 {
+			b.WriteString(sr.markdown(rep.opts.contenders))
+		}
+	}
+	return b.String()
+}
+
+// markdown is the suite's tables: the multiples of crew's time, scenario by contender, then
+// each contender's figures.
+func (sr *suiteResult) markdown(names []string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "## %s: %s\n\n", sr.suite.name, sr.suite.title)
+	fmt.Fprintf(&b, "%s Workload published by its authors at <%s>.\n\n", upperFirst(sr.suite.about), sr.suite.source)
+
+	b.WriteString("Time as a multiple of crew's:\n\n| scenario |")
+	var present []string
+	for _, n := range names {
+		if sr.has(n) {
+			present = append(present, n)
+		}
+	}
+	for _, n := range present {
+		fmt.Fprintf(&b, " %s |", n)
+	}
+	b.WriteString("\n|---|")
+	b.WriteString(strings.Repeat("--:|", len(present)))
+	b.WriteString("\n")
+	for _, sc := range sr.scenarios {
+		fmt.Fprintf(&b, "| %s |", sc.name)
+		for _, n := range present {
+			if r, sig, ok := sc.ratio(n); ok {
+				fmt.Fprintf(&b, " %s |", fmtRatio(r, sig || n == contenders.Reference))
+			} else {
+				b.WriteString(" |")
+			}
+		}
+		b.WriteString("\n")
+	}
+
+	b.WriteString("\n<details><summary>Time, memory and allocations per contender</summary>\n\n")
+	b.WriteString("| scenario | contender | time/op | range | B/op | allocs/op | × crew |\n|---|---|--:|--:|--:|--:|--:|\n")
+	for _, sc := range sr.scenarios {
+		for _, n := range present {
+			c := sc.cells[n]
+			if c == nil || len(c.time) == 0 {
+				continue
+			}
+			t := summary(c.time)
+			x := ""
+			if r, sig, ok := sc.ratio(n); ok {
+				x = fmtRatio(r, sig || n == contenders.Reference)
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", sc.name, n, fmtTime(t.Center),
+				spread(c.time), fmtCount(summary(c.bytes).Center), fmtCount(summary(c.allocs).Center), x)
+		}
+	}
+	b.WriteString("\n</details>\n\n")
+	return b.String()
+}
+
+// spread is the range of the samples, max - min, as a percentage of their median: with a
+// handful of samples it says more than a confidence interval, which needs six or more.
+func spread(values []float64) string {
+	lo, hi := slices.Min(values), slices.Max(values)
+	med := summary(values).Center
+	if med == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.0f%%", (hi-lo)/med*100)
+}
+
+func (sr *suiteResult) has(name string) bool {
+	for _, sc := range sr.scenarios {
+		if c := sc.cells[name]; c != nil && len(c.time) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func upperFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// write saves the tables (all of them in results.md, and each suite's in
+// <suite>.md) and one chart per suite into dir.
+func (rep *report) write(dir string, md string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "results.md"), []byte("# crew benchmark results\n\n"+md), 0o644); err != nil {
+		return err
+	}
+	for _, sr := range rep.suites {
+		if len(sr.scenarios) == 0 {
+			continue
+		}
+		page := fmt.Sprintf("# %s\n\n%s![%s](%s.svg)\n\n%s", sr.suite.title, rep.header(), sr.suite.title, sr.suite.name,
+			sr.markdown(rep.opts.contenders))
+		if err := os.WriteFile(filepath.Join(dir, sr.suite.name+".md"), []byte(page), 0o644); err != nil {
+			return err
+		}
+		if err := sr.chart(filepath.Join(dir, sr.suite.name+".svg"), rep.opts.contenders, rep.machine); err != nil {
+			return fmt.Errorf("chart of %s: %w", sr.suite.name, err)
+		}
+	}
+	fmt.Fprintf(os.Stderr, "crewbench: wrote %s\n", dir)
+	return nil
+}

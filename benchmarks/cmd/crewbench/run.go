@@ -1,0 +1,188 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// job is one process: one suite's sub-benchmarks for one contender.
+type job struct {
+	suite     suite
+	contender string
+	filter    string // -test.bench
+	benchtime string
+}
+
+// run compiles the suites, runs every pass, and reports; with -in it only reports.
+func run(o options) error {
+	if o.in != "" {
+		raw, err := os.ReadFile(o.in)
+		if err != nil {
+			return err
+		}
+		return publish(o, raw)
+	}
+	gomod, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return fmt.Errorf("go env GOMOD: %w", err)
+	}
+	modDir := filepath.Dir(strings.TrimSpace(string(gomod)))
+	if _, err := os.Stat(filepath.Join(modDir, "suites")); err != nil {
+		return fmt.Errorf("run crewbench from the benchmarks module (cd benchmarks), not from %s", modDir)
+	}
+	tmp, err := os.MkdirTemp("", "crewbench")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	bin := filepath.Join(tmp, "suites.test")
+	fmt.Fprintln(os.Stderr, "crewbench: compiling the suites")
+	build := exec.Command("go", "test", "-c", "-o", bin, "./suites")
+	build.Dir = modDir
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		return fmt.Errorf("compiling the suites: %w", err)
+	}
+
+	// An interrupt ends the running benchmark process too, and keeps raw.txt as far as it got.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	jobs := plan(o)
+	if len(jobs) == 0 {
+		return fmt.Errorf("nothing to run: the quick run leaves out every suite chosen; add -full")
+	}
+	// With -out, raw.txt grows job by job, so a run cut short still leaves every sample it
+	// took for -in.
+	var raw bytes.Buffer
+	var rawFile *os.File
+	if o.out != "" {
+		if err := os.MkdirAll(o.out, 0o755); err != nil {
+			return err
+		}
+		if rawFile, err = os.Create(filepath.Join(o.out, "raw.txt")); err != nil {
+			return err
+		}
+		defer rawFile.Close()
+		// A config line (benchfmt's "key: value") that -in reads back for the tables' header.
+		if _, err := fmt.Fprintf(rawFile, "crewbench-command: %s\n", commandLine(o)); err != nil {
+			return err
+		}
+	}
+	start := time.Now()
+	total := len(jobs) * o.count
+	done := 0
+	for pass := range o.count {
+		for _, j := range rotate(jobs, pass, len(o.contenders)) {
+			elapsed := time.Since(start)
+			eta := ""
+			if done > 0 {
+				left := time.Duration(float64(elapsed) / float64(done) * float64(total-done))
+				eta = fmt.Sprintf(", about %s left", left.Round(time.Second))
+			}
+			fmt.Fprintf(os.Stderr, "pass %d/%d  %-9s %-16s [%d/%d, %s elapsed%s]\n",
+				pass+1, o.count, j.suite.name, j.contender, done+1, total, elapsed.Round(time.Second), eta)
+			out, err := runJob(ctx, bin, j, o.short)
+			raw.Write(out)
+			if rawFile != nil {
+				if _, err := rawFile.Write(out); err != nil {
+					return err
+				}
+			}
+			if ctx.Err() != nil {
+				if o.out != "" {
+					return fmt.Errorf("interrupted; the samples taken so far are in %s (go run ./cmd/crewbench -in %[1]s)",
+						filepath.Join(o.out, "raw.txt"))
+				}
+				return fmt.Errorf("interrupted")
+			}
+			if err != nil {
+				os.Stderr.Write(out)
+				return fmt.Errorf("%s on %s: %w", j.suite.name, j.contender, err)
+			}
+			done++
+		}
+	}
+	fmt.Fprintf(os.Stderr, "crewbench: %d runs in %s\n", total, time.Since(start).Round(time.Second))
+	return publish(o, raw.Bytes())
+}
+
+// publish analyzes raw, prints the tables and, with -out, writes them and the charts.
+func publish(o options, raw []byte) error {
+	rep, err := analyze(raw, o)
+	if err != nil {
+		return err
+	}
+	md := rep.markdown()
+	fmt.Print(md)
+	if o.out == "" {
+		return nil
+	}
+	return rep.write(o.out, md)
+}
+
+// plan lists the jobs of one pass, suite by suite, contenders in o's order.
+func plan(o options) []job {
+	var jobs []job
+	for _, s := range o.suites {
+		filter, benchtime := s.quick, s.quickTime
+		if o.full {
+			filter, benchtime = "./.", s.fullTime
+		}
+		if filter == "" {
+			continue
+		}
+		for _, c := range o.contenders {
+			jobs = append(jobs, job{
+				suite:     s,
+				contender: c,
+				filter:    "^" + s.bench + "$/" + filter + "/^pool=" + regexp.QuoteMeta(c) + "$",
+				benchtime: benchtime,
+			})
+		}
+	}
+	return jobs
+}
+
+// rotate returns a pass's order: within each suite, the contenders turned by pass places.
+func rotate(jobs []job, pass, perSuite int) []job {
+	out := make([]job, 0, len(jobs))
+	for i := 0; i < len(jobs); i += perSuite {
+		group := jobs[i : i+perSuite]
+		k := pass % perSuite
+		out = append(out, group[k:]...)
+		out = append(out, group[:k]...)
+	}
+	return out
+}
+
+// runJob runs the test binary for j and returns its output.
+func runJob(ctx context.Context, bin string, j job, short bool) ([]byte, error) {
+	args := []string{
+		"-test.run=^$",
+		"-test.bench=" + j.filter,
+		"-test.benchmem",
+		"-test.benchtime=" + j.benchtime,
+		"-test.count=1",
+		"-test.timeout=60m",
+	}
+	if short {
+		args = append(args, "-test.short")
+	}
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = append(os.Environ(), fmt.Sprintf("GOMAXPROCS=%d", runtime.GOMAXPROCS(0)))
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	return out.Bytes(), err
+}

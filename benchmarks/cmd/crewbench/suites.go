@@ -1,0 +1,57 @@
+package main
+
+// suite describes one benchmark function of package suites: where its workloads come from and
+// which of its sub-benchmarks the quick run keeps.
+type suite struct {
+	name   string // the -suite name and the file name of its outputs
+	bench  string // the benchmark function
+	title  string // a table's heading
+	about  string // one sentence on the workload
+	source string // the README that published the workload and its authors' figures
+
+	// quick is the quick run's filter of the two levels between the function and the
+	// contender, in -test.bench's slash-separated form ("./." keeps all); empty means the quick
+	// run leaves the suite out.
+	quick string
+	// quickTime and fullTime are the -test.benchtime of each kind of run.
+	quickTime, fullTime string
+}
+
+// suites are the five suites in the order they are reported.
+var suites = []suite{
+	{
+		name: "pond", bench: "BenchmarkPond",
+		title:  "pond's workloads",
+		about:  "users × tasks per user on a fresh pool of 200,000 workers (its creation measured); tasks sleep 10ms or call rand.Float64; the two middle workloads pause 10ms between one user's submissions.",
+		source: "https://github.com/alitto/pond/tree/main/benchmark",
+		quick:  "^load=(1u-1Mt|100u-10Kt)$/^task=randfloat$", quickTime: "1x", fullTime: "1x",
+	},
+	{
+		name: "ultrapool", bench: "BenchmarkUltrapool",
+		title:  "ultrapool's workloads",
+		about:  "b.RunParallel submitters (parallelism × GOMAXPROCS goroutines) hand one task per iteration to a pool of 10,000 workers; time is per task.",
+		source: "https://github.com/maurice2k/ultrapool#benchmarks",
+		quick:  "^task=(sleep1us|sha256-1kB)$/^par=100$", quickTime: "100ms", fullTime: "200ms",
+	},
+	{
+		name: "itogami", bench: "BenchmarkItogami",
+		title:  "itogami's workload",
+		about:  "one submitter, 1,000,000 tasks sleeping 10ms, a fresh pool of 50,000 workers per iteration.",
+		source: "https://github.com/alphadose/itogami#benchmarks",
+		quick:  "", quickTime: "1x", fullTime: "1x",
+	},
+	{
+		name: "taskq", bench: "BenchmarkTaskQ",
+		title:  "TaskQ's workloads",
+		about:  "b.N tasks on NumCPU workers; time is per task: a small JSON unmarshal, a 50ms sleep then the unmarshal, sleeps of 1µs, 50µs, 1ms and 50ms.",
+		source: "https://github.com/antonmashko/taskq/tree/master/benchmarks",
+		quick:  "^workers=NumCPU$/^task=json$", quickTime: "100ms", fullTime: "300ms",
+	},
+	{
+		name: "pools", bench: "BenchmarkPools",
+		title:  "johnsiilver/pools' workload",
+		about:  "10,000 ECDSA P-256 key generations per iteration on NumCPU workers.",
+		source: "https://github.com/johnsiilver/pools/tree/main/goroutines",
+		quick:  "./.", quickTime: "1x", fullTime: "1x",
+	},
+}

@@ -1,0 +1,21 @@
+// Package suites holds the benchmark suites that peer pool libraries published, rerun on crew,
+// the peers the Go module proxy serves and the baselines of package contenders. Every
+// benchmark is a plain testing benchmark named Benchmark<Suite>/<key>=<scenario>/task=<task>/pool=<contender>,
+// so benchstat reads the output (benchstat -col /pool puts the contenders side by side) and the
+// crewbench command groups it; every one counts the tasks
+// that ran with an atomic and fails if a single one is missing.
+//
+// Five suites, each with the parameters its authors published:
+//
+//   - BenchmarkPond (alitto/pond): users submitting tasks to a pool of 200,000 workers, pool
+//     creation counted, tasks time.Sleep(10ms) and rand.Float64().
+//   - BenchmarkUltrapool (maurice2k/ultrapool): b.RunParallel submitters at parallelism 1, 10,
+//     50 and 100; tasks sleep 1µs, SHA-256 of 1 kB, AES-128-CBC of 1 kB and of 8 kB.
+//   - BenchmarkItogami (alphadose/itogami): 1M tasks sleeping 10ms on a pool of 50,000.
+//   - BenchmarkTaskQ (antonmashko/taskq): b.N tasks on NumCPU workers: a small JSON
+//     unmarshal, a 50ms sleep then the unmarshal, and sleeps of 1µs, 50µs, 1ms and 50ms.
+//   - BenchmarkPools (johnsiilver/pools): 10,000 ECDSA P-256 key generations on NumCPU workers.
+//
+// With -short every task count and worker count shrinks (CI runs each benchmark once that
+// way) but the check that every task ran stays.
+package suites

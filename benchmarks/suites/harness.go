@@ -1,0 +1,173 @@
+package suites
+
+import (
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/crewgo/crew/benchmarks/contenders"
+)
+
+// load is a fixed workload: users goroutines each submit perUser tasks, pausing interval
+// between two submissions.
+type load struct {
+	users, perUser int
+	interval       time.Duration
+}
+
+func (l load) total() int { return l.users * l.perUser }
+
+// shrink divides n by div under -short, to at least 1: how CI keeps a run fast without
+// skipping a benchmark.
+func shrink(n, div int) int {
+	if !testing.Short() {
+		return n
+	}
+	return max(1, n/div)
+}
+
+// isStatic reports whether c is handed whole workloads rather than single tasks.
+func isStatic(c contenders.Contender) bool {
+	r := c.New(1)
+	defer r.StopAndWait()
+	_, ok := r.(contenders.Static)
+	return ok
+}
+
+// runLoad runs l once per iteration of b on a fresh runner of c with the given workers: making
+// the pool is part of the measured time, as in the suites that published these workloads,
+// except for a static runner, whose goroutines are started before the clock. task runs
+// l.total() times per iteration; b fails if a single call is missing.
+func runLoad(b *testing.B, c contenders.Contender, workers int, l load, task func()) {
+	b.ReportAllocs()
+	var ran atomic.Int64
+	counted := func() {
+		task()
+		ran.Add(1)
+	}
+	want := int64(l.total())
+	static := isStatic(c)
+	b.ResetTimer()
+	for range b.N {
+		ran.Store(0)
+		r := startRunner(b, c, workers, static)
+		if s, ok := r.(contenders.Static); ok {
+			s.Run(l.total(), counted)
+		} else {
+			submitLoad(b, r, l, counted)
+		}
+		r.StopAndWait()
+		if got := ran.Load(); got != want {
+			b.Fatalf("%s: %d of %d tasks ran", c.Name, got, want)
+		}
+	}
+}
+
+// startRunner starts a runner of c; a static runner is started with the clock stopped.
+func startRunner(b *testing.B, c contenders.Contender, workers int, static bool) contenders.Runner {
+	if !static {
+		return c.New(workers)
+	}
+	b.StopTimer()
+	r := c.New(workers)
+	b.StartTimer()
+	return r
+}
+
+// submitLoad submits l to r from l.users goroutines (from the calling one when there is a
+// single user) and returns when every submission has returned.
+func submitLoad(b *testing.B, r contenders.Runner, l load, task func()) {
+	user := func() error {
+		for i := range l.perUser {
+			if i > 0 && l.interval > 0 {
+				time.Sleep(l.interval)
+			}
+			if err := r.Submit(task); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if l.users == 1 {
+		if err := user(); err != nil {
+			b.Fatalf("submit: %v", err)
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	var firstErr atomic.Value
+	wg.Add(l.users)
+	for range l.users {
+		go func() {
+			defer wg.Done()
+			if err := user(); err != nil {
+				firstErr.CompareAndSwap(nil, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if err, _ := firstErr.Load().(error); err != nil {
+		b.Fatalf("submit: %v", err)
+	}
+}
+
+// runN runs task b.N times on one runner of c made before the clock starts, submitted from the
+// benchmark's goroutine, and fails b if a single call is missing: the per-task cost of a pool
+// that already exists.
+func runN(b *testing.B, c contenders.Contender, workers int, task func()) {
+	b.ReportAllocs()
+	var ran atomic.Int64
+	counted := func() {
+		task()
+		ran.Add(1)
+	}
+	r := c.New(workers)
+	b.ResetTimer()
+	if s, ok := r.(contenders.Static); ok {
+		s.Run(b.N, counted)
+	} else {
+		for range b.N {
+			if err := r.Submit(counted); err != nil {
+				b.Fatalf("submit: %v", err)
+			}
+		}
+	}
+	r.StopAndWait()
+	b.StopTimer()
+	if got := ran.Load(); got != int64(b.N) {
+		b.Fatalf("%s: %d of %d tasks ran", c.Name, got, b.N)
+	}
+}
+
+// runParallel submits b.N tasks from b.RunParallel's goroutines (parallelism per
+// GOMAXPROCS) to one runner of c made before the clock starts, waits for them, and fails b if a
+// single call is missing.
+func runParallel(b *testing.B, c contenders.Contender, workers, parallelism int, task func()) {
+	b.ReportAllocs()
+	var ran atomic.Int64
+	counted := func() {
+		task()
+		ran.Add(1)
+	}
+	r := c.New(workers)
+	b.SetParallelism(parallelism)
+	b.ResetTimer()
+	var failed atomic.Value
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if err := r.Submit(counted); err != nil {
+				failed.CompareAndSwap(nil, err)
+				return
+			}
+		}
+	})
+	r.StopAndWait()
+	b.StopTimer()
+	if err, _ := failed.Load().(error); err != nil {
+		b.Fatalf("submit: %v", err)
+	}
+	if got := ran.Load(); got != int64(b.N) {
+		b.Fatalf("%s: %d of %d tasks ran", c.Name, got, b.N)
+	}
+}

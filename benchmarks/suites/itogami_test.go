@@ -1,0 +1,21 @@
+package suites
+
+import (
+	"testing"
+	"time"
+
+	"github.com/crewgo/crew/benchmarks/contenders"
+)
+
+// BenchmarkItogami reruns alphadose/itogami's comparison: one submitter, 1,000,000 tasks that
+// each sleep 10ms, a fresh pool of 50,000 workers per iteration.
+func BenchmarkItogami(b *testing.B) {
+	workers := shrink(50_000, 1000)
+	l := load{users: 1, perUser: shrink(1_000_000, 1000)}
+	sleep := func() { time.Sleep(10 * time.Millisecond) }
+	for _, c := range contenders.All {
+		b.Run("load=1Mt-50Kw/task=sleep10ms/pool="+c.Name, func(b *testing.B) {
+			runLoad(b, c, workers, l, sleep)
+		})
+	}
+}

@@ -1,0 +1,72 @@
+package suites
+
+import (
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/rand"
+	"crypto/sha256"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/crewgo/crew/benchmarks/contenders"
+)
+
+// ultrapoolWorkers is the worker limit here. ultrapool's own benchmark gives the pools a limit
+// of ten million, in effect none; here each pool gets 10,000 so that the baselines that start
+// all their workers up front fit in memory.
+const ultrapoolWorkers = 10_000
+
+var (
+	aesKey  = []byte("crewbench-aes128") // 16 bytes: AES-128
+	plain1k = make([]byte, 1024)
+	plain8k = make([]byte, 8192)
+)
+
+// encryptCBC encrypts plain (a multiple of the block size) with AES-128-CBC under a fresh
+// random IV, allocating the IV and the ciphertext as a real caller would.
+func encryptCBC(plain []byte) []byte {
+	block, err := aes.NewCipher(aesKey)
+	if err != nil {
+		panic(err)
+	}
+	out := make([]byte, aes.BlockSize+len(plain))
+	if _, err := rand.Read(out[:aes.BlockSize]); err != nil {
+		panic(err)
+	}
+	cipher.NewCBCEncrypter(block, out[:aes.BlockSize]).CryptBlocks(out[aes.BlockSize:], plain)
+	return out
+}
+
+// ultrapoolTasks are ultrapool's four tasks.
+var ultrapoolTasks = []struct {
+	name string
+	task func()
+}{
+	{"sleep1us", func() { time.Sleep(time.Microsecond) }},
+	{"sha256-1kB", func() { _ = sha256.Sum256(plain1k) }},
+	{"aescbc-1kB", func() { _ = encryptCBC(plain1k) }},
+	{"aescbc-8kB", func() { _ = encryptCBC(plain8k) }},
+}
+
+// ultrapoolParallelism is b.SetParallelism's argument: submitters per GOMAXPROCS.
+var ultrapoolParallelism = []int{1, 10, 50, 100}
+
+// BenchmarkUltrapool reruns maurice2k/ultrapool's comparison: b.RunParallel goroutines submit
+// one task per iteration to a pool made before the clock starts; the clock stops once every
+// task has run. The static floor takes no part: the submitters are the workload.
+func BenchmarkUltrapool(b *testing.B) {
+	workers := shrink(ultrapoolWorkers, 100)
+	for _, t := range ultrapoolTasks {
+		for _, par := range ultrapoolParallelism {
+			for _, c := range contenders.All {
+				if isStatic(c) {
+					continue
+				}
+				b.Run(fmt.Sprintf("task=%s/par=%d/pool=%s", t.name, par, c.Name), func(b *testing.B) {
+					runParallel(b, c, workers, par, t.task)
+				})
+			}
+		}
+	}
+}
