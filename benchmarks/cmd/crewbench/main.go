@@ -36,6 +36,7 @@ type options struct {
 	contenders []string
 	out        string
 	in         string
+	scenarios  string // replaces the quick or full filter of the levels between suite and contender
 }
 
 func main() {
@@ -64,6 +65,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	suiteList := fs.String("suite", "", "comma-separated suites to run (default all): "+strings.Join(suiteNames(), ", "))
 	contenderList := fs.String("contenders", "", "comma-separated contenders to run (default all); crew is always added")
 	fs.StringVar(&o.in, "in", "", "analyze this earlier raw.txt instead of running anything (-count is then read from it)")
+	fs.StringVar(&o.scenarios, "scenarios", "", "the scenarios to run, as -test.bench matches the levels between a suite and its contenders (e.g. '^load=1u-1Mt$/.'); default: the quick or -full selection")
 	fs.StringVar(&o.out, "out", "", "directory for the raw output, the markdown tables and the SVG charts (default: print tables only)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), `Usage: go run ./cmd/crewbench [flags]

@@ -139,6 +139,9 @@ func plan(o options) []job {
 		if o.full {
 			filter, benchtime = "./.", s.fullTime
 		}
+		if o.scenarios != "" {
+			filter = o.scenarios
+		}
 		if filter == "" {
 			continue
 		}
