@@ -38,15 +38,15 @@ type suiteResult struct {
 
 // report is the analysis of a whole run.
 type report struct {
-	opts    options
-	machine string // goos/goarch, cpu, cores, Go version
-	command string // the command line that took the samples
-	suites  []*suiteResult
+	opts     options
+	machine  string   // goos/goarch, cpu, cores, Go version
+	commands []string // the command lines that took the samples, in order
+	suites   []*suiteResult
 }
 
 // analyze parses raw, the concatenated output of the test binary, with benchfmt.
 func analyze(raw []byte, o options) (*report, error) {
-	rep := &report{opts: o, command: commandLine(o)}
+	rep := &report{opts: o}
 	bySuite := map[string]*suiteResult{}
 	for _, s := range o.suites {
 		sr := &suiteResult{suite: s}
@@ -61,8 +61,8 @@ func analyze(raw []byte, o options) (*report, error) {
 			continue // syntax errors and unit metadata: the test binary's own lines
 		}
 		goos, goarch, cpu = res.GetConfig("goos"), res.GetConfig("goarch"), res.GetConfig("cpu")
-		if c := res.GetConfig("crewbench-command"); c != "" {
-			rep.command = c
+		if c := res.GetConfig("crewbench-command"); c != "" && !slices.Contains(rep.commands, c) {
+			rep.commands = append(rep.commands, c)
 		}
 		base, parts := res.Name.Parts()
 		sr := bySuite[strings.TrimPrefix(string(base), "Benchmark")] // benchfmt drops the prefix
@@ -114,6 +114,9 @@ func analyze(raw []byte, o options) (*report, error) {
 	}
 	rep.machine = fmt.Sprintf("%s/%s, %s, %d cores (GOMAXPROCS %d), %s",
 		goos, goarch, cpu, runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version())
+	if len(rep.commands) == 0 {
+		rep.commands = []string{commandLine(o)} // output of a run that did not record its command
+	}
 	return rep, nil
 }
 
@@ -211,6 +214,9 @@ func commandLine(o options) string {
 	if len(o.contenders) != len(contenders.All) {
 		args = append(args, "-contenders "+strings.Join(o.contenders, ","))
 	}
+	if o.scenarios != "" {
+		args = append(args, "-scenarios '"+o.scenarios+"'")
+	}
 	if o.out != "" {
 		args = append(args, "-out "+o.out)
 	}
@@ -221,7 +227,17 @@ func commandLine(o options) string {
 func (rep *report) header() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Machine: %s.\n\n", rep.machine)
-	fmt.Fprintf(&b, "Command (in `benchmarks/`): `%s`.\n\n", rep.command)
+	switch len(rep.commands) {
+	case 0:
+	case 1:
+		fmt.Fprintf(&b, "Command (in `benchmarks/`): `%s`.\n\n", rep.commands[0])
+	default:
+		b.WriteString("Commands (in `benchmarks/`), one after another, their raw outputs joined:\n\n")
+		for _, c := range rep.commands {
+			fmt.Fprintf(&b, "- `%s`\n", c)
+		}
+		b.WriteString("\n")
+	}
 	fmt.Fprintf(&b, "Each figure is the median of %d samples (fewer where a run was cut short), one per pass, the order of the contenders turned by one place each pass. ", rep.opts.count)
 	b.WriteString("A multiple is the contender's median time divided by crew's (below 1: faster than crew); `~` marks a difference that the Mann-Whitney U test of golang.org/x/perf/benchmath does not find significant at α = 0.05; with fewer than 4 samples per side no test is made and nothing is marked, so read the range column (max − min over the median).\n\n")
 	return b.String()
