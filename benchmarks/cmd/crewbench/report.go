@@ -211,6 +211,9 @@ func commandLine(o options) string {
 	if len(o.contenders) != len(contenders.All) {
 		args = append(args, "-contenders "+strings.Join(o.contenders, ","))
 	}
+	if o.skip != "" {
+		args = append(args, "-skip '"+o.skip+"'")
+	}
 	if o.out != "" {
 		args = append(args, "-out "+o.out)
 	}
