@@ -40,12 +40,12 @@ func run(o options) error {
 	if _, err := os.Stat(filepath.Join(modDir, "suites")); err != nil {
 		return fmt.Errorf("run crewbench from the benchmarks module (cd benchmarks), not from %s", modDir)
 	}
-	tmp, err := os.MkdirTemp("", "crewbench")
+	tmp, err := os.MkdirTemp("", "cbrun")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	bin := filepath.Join(tmp, "suites.test")
+	bin := filepath.Join(tmp, "runner.test")
 	fmt.Fprintln(os.Stderr, "crewbench: compiling the suites")
 	build := exec.Command("go", "test", "-c", "-o", bin, "./suites")
 	build.Dir = modDir
