@@ -37,6 +37,7 @@ type options struct {
 	out        string
 	in         string
 	scenarios  string // replaces the quick or full filter of the levels between suite and contender
+	skip       string
 }
 
 func main() {
@@ -64,6 +65,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.count, "count", 3, "passes over the contenders; each pass gives each benchmark one sample")
 	suiteList := fs.String("suite", "", "comma-separated suites to run (default all): "+strings.Join(suiteNames(), ", "))
 	contenderList := fs.String("contenders", "", "comma-separated contenders to run (default all); crew is always added")
+	fs.StringVar(&o.skip, "skip", "", "leave out the benchmarks this matches (go test -skip syntax, e.g. 'Pond/load=1Ku-1Kt')")
 	fs.StringVar(&o.in, "in", "", "analyze this earlier raw.txt instead of running anything (-count is then read from it)")
 	fs.StringVar(&o.scenarios, "scenarios", "", "the scenarios to run, as -test.bench matches the levels between a suite and its contenders (e.g. '^load=1u-1Mt$/.'); default: the quick or -full selection")
 	fs.StringVar(&o.out, "out", "", "directory for the raw output, the markdown tables and the SVG charts (default: print tables only)")

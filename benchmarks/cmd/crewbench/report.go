@@ -217,6 +217,9 @@ func commandLine(o options) string {
 	if o.scenarios != "" {
 		args = append(args, "-scenarios '"+o.scenarios+"'")
 	}
+	if o.skip != "" {
+		args = append(args, "-skip '"+o.skip+"'")
+	}
 	if o.out != "" {
 		args = append(args, "-out "+o.out)
 	}

@@ -40,12 +40,12 @@ func run(o options) error {
 	if _, err := os.Stat(filepath.Join(modDir, "suites")); err != nil {
 		return fmt.Errorf("run crewbench from the benchmarks module (cd benchmarks), not from %s", modDir)
 	}
-	tmp, err := os.MkdirTemp("", "crewbench")
+	tmp, err := os.MkdirTemp("", "cbrun")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	bin := filepath.Join(tmp, "suites.test")
+	bin := filepath.Join(tmp, "runner.test")
 	fmt.Fprintln(os.Stderr, "crewbench: compiling the suites")
 	build := exec.Command("go", "test", "-c", "-o", bin, "./suites")
 	build.Dir = modDir
@@ -92,7 +92,7 @@ func run(o options) error {
 			}
 			fmt.Fprintf(os.Stderr, "pass %d/%d  %-9s %-16s [%d/%d, %s elapsed%s]\n",
 				pass+1, o.count, j.suite.name, j.contender, done+1, total, elapsed.Round(time.Second), eta)
-			out, err := runJob(ctx, bin, j, o.short)
+			out, err := runJob(ctx, bin, j, o)
 			raw.Write(out)
 			if rawFile != nil {
 				if _, err := rawFile.Write(out); err != nil {
@@ -170,7 +170,7 @@ func rotate(jobs []job, pass, perSuite int) []job {
 }
 
 // runJob runs the test binary for j and returns its output.
-func runJob(ctx context.Context, bin string, j job, short bool) ([]byte, error) {
+func runJob(ctx context.Context, bin string, j job, o options) ([]byte, error) {
 	args := []string{
 		"-test.run=^$",
 		"-test.bench=" + j.filter,
@@ -179,8 +179,11 @@ func runJob(ctx context.Context, bin string, j job, short bool) ([]byte, error) 
 		"-test.count=1",
 		"-test.timeout=60m",
 	}
-	if short {
+	if o.short {
 		args = append(args, "-test.short")
+	}
+	if o.skip != "" {
+		args = append(args, "-test.skip="+o.skip)
 	}
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = append(os.Environ(), fmt.Sprintf("GOMAXPROCS=%d", runtime.GOMAXPROCS(0)))
