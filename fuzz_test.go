@@ -43,12 +43,12 @@ func (p invokePool) submitContext(ctx context.Context, f func()) error {
 // poolModel is the obviously correct pool: with every task held at a gate, a task starts if
 // fewer than limit run, else waits if the queue has room, else is refused.
 type poolModel struct {
-	limit, queueSize  int
-	nonBlocking       bool
-	stopped           bool
-	running, waiting  int
-	submitted, done   uint64
-	panicked, refused uint64
+	limit, queueSize int
+	nonBlocking      bool
+	stopped          bool
+	running, waiting int
+	submitted, done  uint64
+	refused          uint64
 }
 
 // offer decides a submit's fate: "run", "queue", or "full".
