@@ -148,19 +148,17 @@ func TestNoMoreThanMaxWorkersRun(t *testing.T) {
 	t.Parallel()
 	const limit, n = 3, 3000
 	p := crew.New(limit)
-	var running, high atomic.Int32
+	var h highWater
 	for range n {
 		p.Submit(func() {
-			r := running.Add(1)
-			for h := high.Load(); r > h && !high.CompareAndSwap(h, r); h = high.Load() {
-			}
+			h.enter()
 			time.Sleep(10 * time.Microsecond)
-			running.Add(-1)
+			h.exit()
 		})
 	}
 	p.StopAndWait()
-	if h := high.Load(); h > limit || h < 1 {
-		t.Fatalf("high-water mark %d, want 1..%d", h, limit)
+	if m := h.high.Load(); m > limit || m < 1 {
+		t.Fatalf("high-water mark %d, want 1..%d", m, limit)
 	}
 }
 
@@ -418,13 +416,11 @@ func TestResizeShrinkingHoldsNewLimit(t *testing.T) {
 	for range 4 {
 		<-started
 	}
-	var running, high atomic.Int32
+	var h highWater
 	counted := func() {
-		r := running.Add(1)
-		for h := high.Load(); r > h && !high.CompareAndSwap(h, r); h = high.Load() {
-		}
+		h.enter()
 		time.Sleep(50 * time.Microsecond)
-		running.Add(-1)
+		h.exit()
 	}
 	for range 200 {
 		p.Submit(counted)
@@ -445,8 +441,8 @@ func TestResizeShrinkingHoldsNewLimit(t *testing.T) {
 		t.Fatalf("Stats after shrinking = %+v", s)
 	}
 	p.StopAndWait()
-	if h := high.Load(); h > 2 {
-		t.Fatalf("%d tasks started after Resize(2) ran at once", h)
+	if m := h.high.Load(); m > 2 {
+		t.Fatalf("%d tasks started after Resize(2) ran at once", m)
 	}
 }
 
@@ -551,13 +547,11 @@ func TestSubPoolSharesParentLimit(t *testing.T) {
 	const limit = 3
 	p := crew.New(limit)
 	subs := []*crew.Pool{p.Sub(2), p.Sub(10), p.Sub(10).Sub(10)}
-	var running, high atomic.Int32
+	var h highWater
 	task := func() {
-		r := running.Add(1)
-		for h := high.Load(); r > h && !high.CompareAndSwap(h, r); h = high.Load() {
-		}
+		h.enter()
 		time.Sleep(20 * time.Microsecond)
-		running.Add(-1)
+		h.exit()
 	}
 	var n atomic.Int32
 	for range 300 {
@@ -574,8 +568,8 @@ func TestSubPoolSharesParentLimit(t *testing.T) {
 	if got := n.Load(); got != 1200 {
 		t.Fatalf("%d of 1200 tasks ran", got)
 	}
-	if h := high.Load(); h > limit {
-		t.Fatalf("parent and sub-pools ran %d tasks at once, limit %d", h, limit)
+	if m := h.high.Load(); m > limit {
+		t.Fatalf("parent and sub-pools ran %d tasks at once, limit %d", m, limit)
 	}
 }
 
@@ -583,20 +577,18 @@ func TestSubPoolLimitHolds(t *testing.T) {
 	t.Parallel()
 	p := crew.New(8)
 	sub := p.Sub(2)
-	var running, high atomic.Int32
+	var h highWater
 	for range 500 {
 		sub.Submit(func() {
-			r := running.Add(1)
-			for h := high.Load(); r > h && !high.CompareAndSwap(h, r); h = high.Load() {
-			}
+			h.enter()
 			time.Sleep(20 * time.Microsecond)
-			running.Add(-1)
+			h.exit()
 		})
 	}
 	sub.StopAndWait()
 	p.StopAndWait()
-	if h := high.Load(); h > 2 {
-		t.Fatalf("sub-pool ran %d tasks at once, limit 2", h)
+	if m := h.high.Load(); m > 2 {
+		t.Fatalf("sub-pool ran %d tasks at once, limit 2", m)
 	}
 }
 
