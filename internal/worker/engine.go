@@ -153,12 +153,7 @@ func (e *Engine[T]) Forward(arg T) {
 func (e *Engine[T]) route(arg T, bounded bool) (w *worker[T], spawn, ok bool) {
 	room := !bounded || e.cfg.QueueSize == 0 || e.queue.Len() < e.cfg.QueueSize
 	if e.waking == 0 || !room {
-		if n := len(e.idle); n > 0 {
-			// The most recently parked worker: its stack and caches are the warmest, and
-			// the ones at the bottom of the stack are left to the reaper.
-			w = e.idle[n-1]
-			e.idle[n-1] = nil
-			e.idle = e.idle[:n-1]
+		if w = e.popIdle(); w != nil {
 			w.arg = arg
 			e.waking++
 			e.accept()
@@ -199,10 +194,7 @@ func (e *Engine[T]) begin() {
 	var spawn bool
 	var arg T
 	if e.waking == 0 && e.queue.Len() > 0 {
-		if n := len(e.idle); n > 0 {
-			w = e.idle[n-1]
-			e.idle[n-1] = nil
-			e.idle = e.idle[:n-1]
+		if w = e.popIdle(); w != nil {
 			w.arg, _ = e.dequeue()
 			e.waking++
 		} else if e.workers < e.max {
@@ -381,6 +373,34 @@ func (e *Engine[T]) park(w *worker[T]) {
 	}
 }
 
+// popIdle takes the most recently parked worker off the idle stack, or returns nil if none is
+// idle. That worker's stack and caches are the warmest, and the ones at the bottom of the stack
+// are left to the reaper. Callers hold e.mu.
+func (e *Engine[T]) popIdle() *worker[T] {
+	n := len(e.idle)
+	if n == 0 {
+		return nil
+	}
+	w := e.idle[n-1]
+	e.idle[n-1] = nil
+	e.idle = e.idle[:n-1]
+	return w
+}
+
+// dismissOldest tells the k longest-idle workers, at the bottom of the idle stack, to exit and
+// returns them, to be woken with wakeAll after unlocking. Callers hold e.mu.
+func (e *Engine[T]) dismissOldest(k int) []*worker[T] {
+	if k <= 0 {
+		return nil
+	}
+	dismissed := append([]*worker[T](nil), e.idle[:k]...)
+	rest := copy(e.idle, e.idle[k:])
+	clear(e.idle[rest:])
+	e.idle = e.idle[:rest]
+	e.dismiss(dismissed)
+	return dismissed
+}
+
 // wait blocks a parked worker until it gets a task (true) or must exit (false).
 func (e *Engine[T]) wait(w *worker[T]) (T, bool) {
 	<-w.wake
@@ -488,14 +508,8 @@ func (e *Engine[T]) Resize(n int) {
 	e.max = n
 	e.signalChange()
 	var dismissed []*worker[T]
-	if extra := e.workers - n; extra > 0 && len(e.idle) > 0 {
-		// Dismiss the longest idle first: they are at the bottom of the stack.
-		k := min(extra, len(e.idle))
-		dismissed = append(dismissed, e.idle[:k]...)
-		rest := copy(e.idle, e.idle[k:])
-		clear(e.idle[rest:])
-		e.idle = e.idle[:rest]
-		e.dismiss(dismissed)
+	if extra := e.workers - n; extra > 0 {
+		dismissed = e.dismissOldest(min(extra, len(e.idle)))
 	}
 	var starts []T
 	for e.workers < e.max {

@@ -55,14 +55,7 @@ func (e *Engine[T]) evictIdle(now time.Time) ([]*worker[T], time.Duration) {
 		now.Sub(e.idle[k].idleSince) >= e.cfg.IdleTimeout {
 		k++
 	}
-	var dismissed []*worker[T]
-	if k > 0 {
-		dismissed = append(dismissed, e.idle[:k]...)
-		rest := copy(e.idle, e.idle[k:])
-		clear(e.idle[rest:])
-		e.idle = e.idle[:rest]
-		e.dismiss(dismissed)
-	}
+	dismissed := e.dismissOldest(k)
 	if len(e.idle) == 0 || e.workers <= e.cfg.MinWorkers {
 		return dismissed, -1
 	}
