@@ -287,3 +287,29 @@ func TestStopWhileReaperRunsClosesExited(t *testing.T) {
 		}
 	}
 }
+
+// TestSubmitYieldsWhenFarAhead guards the back-pressure in Submit: on one processor, a
+// submitter that has queued crowdedPerWorker tasks per worker yields, so the worker gets to
+// run before the submitter goes on. Without the yield, nothing would run until the submitter
+// blocked or was preempted (after 10ms), long after these submits return.
+func TestSubmitYieldsWhenFarAhead(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	var ran atomic.Int64
+	e := New(Config[int]{
+		Run:          func(int) { ran.Add(1) },
+		MaxWorkers:   1,
+		IdleTimeout:  time.Minute,
+		PanicHandler: noPanic,
+	})
+	defer func() { e.Stop(); <-e.Exited() }()
+	// The first task goes to the new worker, the next crowdedPerWorker wait in the queue, and
+	// the submit that makes the queue that long yields.
+	for i := range crowdedPerWorker + 1 {
+		if r := e.Submit(i, true, nil); r != Accepted {
+			t.Fatalf("Submit = %v, want Accepted", r)
+		}
+	}
+	if ran.Load() == 0 {
+		t.Fatalf("no task ran while %d waited for the one worker: the submitter did not yield", crowdedPerWorker)
+	}
+}
