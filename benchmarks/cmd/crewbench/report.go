@@ -241,12 +241,33 @@ func (rep *report) header() string {
 		}
 		b.WriteString("\n")
 	}
-	fmt.Fprintf(&b, "Each figure is the median of %d samples (fewer where a run was cut short), one per pass, the order of the contenders turned by one place each pass. ", rep.opts.count)
+	if lo, hi := rep.sampleCounts(); lo == hi {
+		fmt.Fprintf(&b, "Each figure is the median of %d samples, one per pass, the order of the contenders turned by one place each pass. ", hi)
+	} else {
+		fmt.Fprintf(&b, "Each figure is the median of %d to %d samples (column n of each suite's details), one per pass, the order of the contenders turned by one place each pass. ", lo, hi)
+	}
 	b.WriteString("A multiple is the contender's median time divided by crew's (below 1: faster than crew); `~` marks a difference that the Mann-Whitney U test of golang.org/x/perf/benchmath does not find significant at α = 0.05; with fewer than 4 samples per side no test is made and nothing is marked, so read the range column (max − min over the median).\n\n")
 	return b.String()
 }
 
 // markdown is every suite's tables.
+// sampleCounts returns the fewest and the most samples any benchmark of the report has.
+func (rep *report) sampleCounts() (lo, hi int) {
+	for _, sr := range rep.suites {
+		for _, sc := range sr.scenarios {
+			for _, c := range sc.cells {
+				if n := len(c.time); n > 0 {
+					if lo == 0 || n < lo {
+						lo = n
+					}
+					hi = max(hi, n)
+				}
+			}
+		}
+	}
+	return lo, hi
+}
+
 func (rep *report) markdown() string {
 	var b strings.Builder
 	b.WriteString(rep.header())
@@ -291,7 +312,7 @@ func (sr *suiteResult) markdown(names []string) string {
 	}
 
 	b.WriteString("\n<details><summary>Time, memory and allocations per contender</summary>\n\n")
-	b.WriteString("| scenario | contender | time/op | range | B/op | allocs/op | × crew |\n|---|---|--:|--:|--:|--:|--:|\n")
+	b.WriteString("| scenario | contender | n | time/op | range | B/op | allocs/op | × crew |\n|---|---|--:|--:|--:|--:|--:|--:|\n")
 	for _, sc := range sr.scenarios {
 		for _, n := range present {
 			c := sc.cells[n]
@@ -303,7 +324,7 @@ func (sr *suiteResult) markdown(names []string) string {
 			if r, sig, ok := sc.ratio(n); ok {
 				x = fmtRatio(r, sig || n == contenders.Reference)
 			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", sc.name, n, fmtTime(t.Center),
+			fmt.Fprintf(&b, "| %s | %s | %d | %s | %s | %s | %s | %s |\n", sc.name, n, len(c.time), fmtTime(t.Center),
 				spread(c.time), fmtCount(summary(c.bytes).Center), fmtCount(summary(c.allocs).Center), x)
 		}
 	}
