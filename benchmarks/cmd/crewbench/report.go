@@ -103,14 +103,7 @@ func analyze(raw []byte, o options) (*report, error) {
 		return nil, err
 	}
 	if o.in != "" { // the samples per benchmark, as the run that wrote the file took them
-		rep.opts.count = 0
-		for _, sr := range rep.suites {
-			for _, sc := range sr.scenarios {
-				for _, c := range sc.cells {
-					rep.opts.count = max(rep.opts.count, len(c.time))
-				}
-			}
-		}
+		_, rep.opts.count = rep.sampleCounts()
 	}
 	rep.machine = fmt.Sprintf("%s/%s, %s, %d cores (GOMAXPROCS %d), %s",
 		goos, goarch, cpu, runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version())
