@@ -35,22 +35,37 @@ func isStatic(c contenders.Contender) bool {
 	return ok
 }
 
+// tally counts the calls of a task, for the check every benchmark makes that each task really
+// ran.
+type tally struct{ ran atomic.Int64 }
+
+// counted returns task wrapped so that each call is counted.
+func (t *tally) counted(task func()) func() {
+	return func() {
+		task()
+		t.ran.Add(1)
+	}
+}
+
+// check fails b unless exactly want calls were counted since the last reset.
+func (t *tally) check(b *testing.B, c contenders.Contender, want int) {
+	if got := t.ran.Load(); got != int64(want) {
+		b.Fatalf("%s: %d of %d tasks ran", c.Name, got, want)
+	}
+}
+
 // runLoad runs l once per iteration of b on a fresh runner of c with the given workers: making
 // the pool is part of the measured time, as in the suites that published these workloads,
 // except for a static runner, whose goroutines are started before the clock. task runs
 // l.total() times per iteration; b fails if a single call is missing.
 func runLoad(b *testing.B, c contenders.Contender, workers int, l load, task func()) {
 	b.ReportAllocs()
-	var ran atomic.Int64
-	counted := func() {
-		task()
-		ran.Add(1)
-	}
-	want := int64(l.total())
+	var runs tally
+	counted := runs.counted(task)
 	static := isStatic(c)
 	b.ResetTimer()
 	for range b.N {
-		ran.Store(0)
+		runs.ran.Store(0)
 		r := startRunner(b, c, workers, static)
 		if s, ok := r.(contenders.Static); ok {
 			s.Run(l.total(), counted)
@@ -58,9 +73,7 @@ func runLoad(b *testing.B, c contenders.Contender, workers int, l load, task fun
 			submitLoad(b, r, l, counted)
 		}
 		r.StopAndWait()
-		if got := ran.Load(); got != want {
-			b.Fatalf("%s: %d of %d tasks ran", c.Name, got, want)
-		}
+		runs.check(b, c, l.total())
 	}
 }
 
@@ -117,11 +130,8 @@ func submitLoad(b *testing.B, r contenders.Runner, l load, task func()) {
 // that already exists.
 func runN(b *testing.B, c contenders.Contender, workers int, task func()) {
 	b.ReportAllocs()
-	var ran atomic.Int64
-	counted := func() {
-		task()
-		ran.Add(1)
-	}
+	var runs tally
+	counted := runs.counted(task)
 	r := c.New(workers)
 	b.ResetTimer()
 	if s, ok := r.(contenders.Static); ok {
@@ -135,9 +145,7 @@ func runN(b *testing.B, c contenders.Contender, workers int, task func()) {
 	}
 	r.StopAndWait()
 	b.StopTimer()
-	if got := ran.Load(); got != int64(b.N) {
-		b.Fatalf("%s: %d of %d tasks ran", c.Name, got, b.N)
-	}
+	runs.check(b, c, b.N)
 }
 
 // runParallel submits b.N tasks from b.RunParallel's goroutines (parallelism per
@@ -145,11 +153,8 @@ func runN(b *testing.B, c contenders.Contender, workers int, task func()) {
 // single call is missing.
 func runParallel(b *testing.B, c contenders.Contender, workers, parallelism int, task func()) {
 	b.ReportAllocs()
-	var ran atomic.Int64
-	counted := func() {
-		task()
-		ran.Add(1)
-	}
+	var runs tally
+	counted := runs.counted(task)
 	r := c.New(workers)
 	b.SetParallelism(parallelism)
 	b.ResetTimer()
@@ -167,7 +172,5 @@ func runParallel(b *testing.B, c contenders.Contender, workers, parallelism int,
 	if err, _ := failed.Load().(error); err != nil {
 		b.Fatalf("submit: %v", err)
 	}
-	if got := ran.Load(); got != int64(b.N) {
-		b.Fatalf("%s: %d of %d tasks ran", c.Name, got, b.N)
-	}
+	runs.check(b, c, b.N)
 }
