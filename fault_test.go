@@ -282,8 +282,9 @@ func TestStopWithMillionQueuedTasksRunsThemAll(t *testing.T) {
 }
 
 // TestSubmitAfterPoolContextEndedIsRefused: once the WithContext context has ended, every
-// submit (Submit, TrySubmit, SubmitContext, Invoke, a sub-pool's) is refused with
-// ErrStopped, at once, and the task never runs; tasks accepted before still run.
+// submit (Submit, TrySubmit, SubmitContext, Invoke, TryInvoke, InvokeContext, a sub-pool's)
+// is refused with ErrStopped, at once, and the task never runs; tasks accepted before still
+// run.
 func TestSubmitAfterPoolContextEndedIsRefused(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	p := crew.New(2, crew.WithContext(ctx))
@@ -297,19 +298,7 @@ func TestSubmitAfterPoolContextEndedIsRefused(t *testing.T) {
 		}
 	}
 	cancel()
-	never := func() { t.Error("a task submitted after the pool's context ended ran") }
-	if err := p.Submit(never); !errors.Is(err, crew.ErrStopped) {
-		t.Errorf("Submit = %v, want ErrStopped", err)
-	}
-	if p.TrySubmit(never) {
-		t.Error("TrySubmit accepted a task after the pool's context ended")
-	}
-	if err := p.SubmitContext(context.Background(), never); !errors.Is(err, crew.ErrStopped) {
-		t.Errorf("SubmitContext = %v, want ErrStopped", err)
-	}
-	if err := fp.Invoke(1); !errors.Is(err, crew.ErrStopped) {
-		t.Errorf("Invoke = %v, want ErrStopped", err)
-	}
+	refusesEverySubmit(t, p, fp, func() { t.Error("a task submitted after the pool's context ended ran") })
 	// The sub-pool is stopped by the parent's Stop, which the context's end triggers on
 	// another goroutine: poll for it rather than assume it.
 	deadline := time.Now().Add(10 * time.Second)

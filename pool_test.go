@@ -118,12 +118,24 @@ func TestSubmitAfterStopReturnsErrStopped(t *testing.T) {
 	p.Stop()
 	f.Stop()
 	ran := false
-	task := func() { ran = true }
+	refusesEverySubmit(t, p, f, func() { ran = true })
+	p.StopAndWait()
+	f.StopAndWait()
+	if ran {
+		t.Error("task ran after Stop")
+	}
+}
+
+// refusesEverySubmit checks that each way of submitting to p and f (Submit, TrySubmit,
+// SubmitContext, Invoke, TryInvoke, InvokeContext) refuses with ErrStopped. task is what p is
+// offered; the caller checks that it never ran, as f's function should check for its calls.
+func refusesEverySubmit(t *testing.T, p *crew.Pool, f *crew.FuncPool[int], task func()) {
+	t.Helper()
 	if err := p.Submit(task); !errors.Is(err, crew.ErrStopped) {
 		t.Errorf("Submit = %v, want ErrStopped", err)
 	}
 	if p.TrySubmit(task) {
-		t.Error("TrySubmit = true after Stop")
+		t.Error("TrySubmit = true, want false")
 	}
 	if err := p.SubmitContext(context.Background(), task); !errors.Is(err, crew.ErrStopped) {
 		t.Errorf("SubmitContext = %v, want ErrStopped", err)
@@ -132,15 +144,10 @@ func TestSubmitAfterStopReturnsErrStopped(t *testing.T) {
 		t.Errorf("Invoke = %v, want ErrStopped", err)
 	}
 	if f.TryInvoke(1) {
-		t.Error("TryInvoke = true after Stop")
+		t.Error("TryInvoke = true, want false")
 	}
 	if err := f.InvokeContext(context.Background(), 1); !errors.Is(err, crew.ErrStopped) {
 		t.Errorf("InvokeContext = %v, want ErrStopped", err)
-	}
-	p.StopAndWait()
-	f.StopAndWait()
-	if ran {
-		t.Error("task ran after Stop")
 	}
 }
 
