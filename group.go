@@ -26,9 +26,15 @@ type Group struct {
 // derived from ctx and canceled at the first error, with that error as its [context.Cause], or
 // when Wait returns.
 func (p *Pool) Group(ctx context.Context) (*Group, context.Context) {
-	g := &Group{p: p}
+	g := new(Group)
+	return g, g.init(p, ctx)
+}
+
+// init sets g up to run on p with a context derived from ctx, and returns that context.
+func (g *Group) init(p *Pool, ctx context.Context) context.Context {
+	g.p = p
 	g.ctx, g.cancel = context.WithCancelCause(ctx)
-	return g, g.ctx
+	return g.ctx
 }
 
 // Go runs fn on the group's pool with the group's context. Like [Pool.Submit], it blocks only
@@ -118,10 +124,8 @@ type Results[R any] struct {
 // derived from ctx and canceled at the first error, with that error as its [context.Cause], or
 // when Wait returns.
 func NewResults[R any](p *Pool, ctx context.Context) (*Results[R], context.Context) {
-	r := &Results[R]{}
-	r.g.p = p
-	r.g.ctx, r.g.cancel = context.WithCancelCause(ctx)
-	return r, r.g.ctx
+	r := new(Results[R])
+	return r, r.g.init(p, ctx)
 }
 
 // Go runs fn on the pool with the shared context and keeps its value in submission order. It
