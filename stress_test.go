@@ -50,6 +50,27 @@ func (l *ledger) id() int {
 	return int(id)
 }
 
+// submitters starts n goroutines that wait for start and then each submit up to per tasks,
+// until the ledger runs out of ids: submit gets the goroutine's own random source, seeded by
+// seed and the goroutine's index, and a fresh id. wg counts the goroutines.
+func (l *ledger) submitters(wg *sync.WaitGroup, start <-chan struct{}, n, per int, seed uint64, submit func(r *rand.Rand, id int)) {
+	for s := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := rand.New(rand.NewPCG(seed, uint64(s)))
+			<-start
+			for range per {
+				id := l.id()
+				if id < 0 {
+					return
+				}
+				submit(r, id)
+			}
+		}()
+	}
+}
+
 // check fails t unless every accepted task ran exactly once and no refused task ran. It
 // returns the number of accepted tasks.
 func (l *ledger) check(t *testing.T, what string) (accepted uint64) {
@@ -297,62 +318,50 @@ func runStressRound(t *testing.T, round int, seed uint64, cfg stressRound, submi
 	submitted := make(chan struct{})
 	cancels := make(chan context.CancelFunc, 64)
 	var wg sync.WaitGroup
-	for s := range submitters {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r := rand.New(rand.NewPCG(seed, uint64(s)))
-			<-start
-			for range perSubmitter {
-				id := l.id()
-				if id < 0 {
-					return
-				}
-				onSub := sub != nil && r.IntN(2) == 0
-				target := p
-				if onSub {
-					target = sub
-				}
-				fn := task(id, onSub)
-				// Mark before submitting: the task may run before the submit returns.
-				l.accepted[id].Store(true)
-				var ok bool
-				switch r.IntN(3) {
-				case 0:
-					err := target.Submit(fn)
-					ok = err == nil
-					if errors.Is(err, crew.ErrQueueFull) {
-						fullRejects.Add(1)
-					} else if err != nil && !errors.Is(err, crew.ErrStopped) {
-						t.Errorf("%s: Submit: %v", what, err)
-					}
-				case 1:
-					ok = target.TrySubmit(fn)
-				default:
-					ctx, cancel := context.WithCancel(context.Background())
-					select {
-					case cancels <- cancel: // canceled by the storm, at any moment
-					default:
-						if r.IntN(2) == 0 {
-							cancel()
-						}
-					}
-					err := target.SubmitContext(ctx, fn)
-					cancel()
-					ok = err == nil
-					if errors.Is(err, crew.ErrQueueFull) {
-						fullRejects.Add(1)
-					}
-					if err != nil && !errors.Is(err, context.Canceled) &&
-						!errors.Is(err, crew.ErrStopped) && !errors.Is(err, crew.ErrQueueFull) {
-						t.Errorf("%s: SubmitContext: %v", what, err)
-					}
-				}
-				l.accepted[id].Store(ok)
-				record(id, onSub, ok)
+	l.submitters(&wg, start, submitters, perSubmitter, seed, func(r *rand.Rand, id int) {
+		onSub := sub != nil && r.IntN(2) == 0
+		target := p
+		if onSub {
+			target = sub
+		}
+		fn := task(id, onSub)
+		// Mark before submitting: the task may run before the submit returns.
+		l.accepted[id].Store(true)
+		var ok bool
+		switch r.IntN(3) {
+		case 0:
+			err := target.Submit(fn)
+			ok = err == nil
+			if errors.Is(err, crew.ErrQueueFull) {
+				fullRejects.Add(1)
+			} else if err != nil && !errors.Is(err, crew.ErrStopped) {
+				t.Errorf("%s: Submit: %v", what, err)
 			}
-		}()
-	}
+		case 1:
+			ok = target.TrySubmit(fn)
+		default:
+			ctx, cancel := context.WithCancel(context.Background())
+			select {
+			case cancels <- cancel: // canceled by the storm, at any moment
+			default:
+				if r.IntN(2) == 0 {
+					cancel()
+				}
+			}
+			err := target.SubmitContext(ctx, fn)
+			cancel()
+			ok = err == nil
+			if errors.Is(err, crew.ErrQueueFull) {
+				fullRejects.Add(1)
+			}
+			if err != nil && !errors.Is(err, context.Canceled) &&
+				!errors.Is(err, crew.ErrStopped) && !errors.Is(err, crew.ErrQueueFull) {
+				t.Errorf("%s: SubmitContext: %v", what, err)
+			}
+		}
+		l.accepted[id].Store(ok)
+		record(id, onSub, ok)
+	})
 
 	// The cancellation storm, the resize storm and the stopper run until the burst ends.
 	var helpers sync.WaitGroup
@@ -517,48 +526,36 @@ func TestStressInvokeRunsEachArgumentExactlyOnce(t *testing.T) {
 		var calls atomic.Int64
 		start := make(chan struct{})
 		var wg sync.WaitGroup
-		for s := range submitters {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				r := rand.New(rand.NewPCG(seed, uint64(s)))
-				<-start
-				for range perSubmitter {
-					id := l.id()
-					if id < 0 {
-						return
-					}
-					l.accepted[id].Store(true)
-					var ok bool
-					switch r.IntN(3) {
-					case 0:
-						ok = p.Invoke(id) == nil
-					case 1:
-						ok = p.TryInvoke(id)
-					default:
-						ctx, cancel := context.WithCancel(context.Background())
-						if r.IntN(4) == 0 {
-							cancel()
-						}
-						ok = p.InvokeContext(ctx, id) == nil
-						cancel()
-					}
-					l.accepted[id].Store(ok)
-					if n := calls.Add(1); n%997 == 0 {
-						// Invokers resize concurrently, so the gauge keeps the largest limit
-						// ever set: it is stored before a growing Resize, and a shrink
-						// leaves it alone.
-						n := 1 + r.IntN(8)
-						if int64(n) > gauge.limit.Load() {
-							gauge.limit.Store(int64(n))
-						}
-						p.Resize(n)
-					} else if n == stopAt {
-						p.Stop()
-					}
+		l.submitters(&wg, start, submitters, perSubmitter, seed, func(r *rand.Rand, id int) {
+			l.accepted[id].Store(true)
+			var ok bool
+			switch r.IntN(3) {
+			case 0:
+				ok = p.Invoke(id) == nil
+			case 1:
+				ok = p.TryInvoke(id)
+			default:
+				ctx, cancel := context.WithCancel(context.Background())
+				if r.IntN(4) == 0 {
+					cancel()
 				}
-			}()
-		}
+				ok = p.InvokeContext(ctx, id) == nil
+				cancel()
+			}
+			l.accepted[id].Store(ok)
+			if n := calls.Add(1); n%997 == 0 {
+				// Invokers resize concurrently, so the gauge keeps the largest limit
+				// ever set: it is stored before a growing Resize, and a shrink
+				// leaves it alone.
+				n := 1 + r.IntN(8)
+				if int64(n) > gauge.limit.Load() {
+					gauge.limit.Store(int64(n))
+				}
+				p.Resize(n)
+			} else if n == stopAt {
+				p.Stop()
+			}
+		})
 		close(start)
 		wg.Wait()
 		p.StopAndWait()
