@@ -137,23 +137,26 @@ func (e *Engine[T]) Submit(arg T, wait bool, done <-chan struct{}) Result {
 // Back-pressure on an unbounded queue. A submitter that runs far ahead of the workers gains
 // nothing: the tasks wait either way. But the backlog costs: every garbage collection scans
 // it, so a million queued tasks slow down every task that allocates (TaskQ's JSON workload ran
-// 30% slower than with a 1024-slot channel). So once more than crowdedPerWorker tasks per
-// worker wait, every yieldEvery-th submit yields its processor with runtime.Gosched. That is
-// not blocking (Submit promises to block only on a full bounded queue): the submitter goes on
-// as soon as the scheduler gets back to it, which on a machine whose cores all run workers
-// takes about as long as the workers need to eat into the backlog. The threshold is per
-// worker so that a pool of many workers that sleep (pond's 200,000 workers given 1M tasks)
-// never yields: there the submitter's speed is what keeps the workers busy.
+// 30% slower than with a 1024-slot channel). So while more than crowdedPerWorker tasks per
+// worker, and at least crowdedFloor tasks, wait, every submit yields its processor with
+// runtime.Gosched. That is not blocking (Submit promises to block only on a full bounded
+// queue): the submitter goes on as soon as the scheduler gets back to it, which on a machine
+// whose cores all run workers takes about as long as the workers need to eat into the backlog,
+// and at once on a machine with an idle processor. Yielding on every submit rather than on
+// every 256th keeps the backlog near the threshold; with the sparser yield it still grew
+// between yields. The threshold is per worker so that a pool of many workers that sleep
+// (pond's 200,000 workers given 1M tasks) never yields: there the submitter's speed is what
+// keeps the workers busy, and a yielding submitter waits behind every worker its timer woke.
 // TestSubmitYieldsWhenFarAhead guards it; BenchmarkTaskQ's json task measures it.
 const (
 	crowdedPerWorker = 1024
-	yieldEvery       = 256
+	crowdedFloor     = 4096
 )
 
 // crowded reports whether the submit that just queued a task should yield. Callers hold e.mu.
 func (e *Engine[T]) crowded() bool {
 	n := e.queue.Len()
-	return n/crowdedPerWorker >= e.max && n%yieldEvery == 0
+	return n >= crowdedFloor && n/crowdedPerWorker >= e.max
 }
 
 // Forward accepts arg whatever the queue bound and even after Stop. Sub-pools use it to run

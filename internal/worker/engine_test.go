@@ -289,13 +289,14 @@ func TestStopWhileReaperRunsClosesExited(t *testing.T) {
 }
 
 // TestSubmitYieldsWhenFarAhead guards the back-pressure in Submit: on one processor, a
-// submitter that has queued crowdedPerWorker tasks per worker yields, so the worker gets to
-// run before the submitter is done. Without the yield, nothing would run until the submitter
-// blocked or was preempted (after 10ms), long after these submits return.
+// submitter that has queued crowdedFloor tasks (more than crowdedPerWorker for the one worker)
+// yields, so the worker gets to run before the submitter is done. Without the yield, nothing
+// would run until the submitter blocked or was preempted (after 10ms), long after these
+// submits return.
 //
 // One yield may hand the processor straight back to the submitter: Gosched puts it on the
 // global run queue, which the scheduler serves first on every 61st round. So the submitter
-// gets up to nine yields (one per yieldEvery submits past the threshold) to let the worker in.
+// gets up to nine yields (one per submit past the threshold) to let the worker in.
 func TestSubmitYieldsWhenFarAhead(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	var ran atomic.Int64
@@ -307,15 +308,16 @@ func TestSubmitYieldsWhenFarAhead(t *testing.T) {
 	})
 	defer func() { e.Stop(); <-e.Exited() }()
 	// The first task goes to the new worker and the rest wait in the queue; the submit that
-	// makes it crowdedPerWorker long yields, and so does every yieldEvery-th after it.
+	// makes it crowdedFloor long yields, and so does every submit after it.
 	const yields = 9
-	for i := 0; i < 1+crowdedPerWorker+(yields-1)*yieldEvery && ran.Load() == 0; i++ {
+	threshold := max(crowdedFloor, crowdedPerWorker)
+	for i := 0; i < threshold+yields && ran.Load() == 0; i++ {
 		if r := e.Submit(i, true, nil); r != Accepted {
 			t.Fatalf("Submit = %v, want Accepted", r)
 		}
 	}
 	if ran.Load() == 0 {
 		t.Fatalf("no task ran while up to %d waited for the one worker: the submitter did not yield",
-			crowdedPerWorker+(yields-1)*yieldEvery)
+			threshold+yields-1)
 	}
 }
