@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -75,5 +77,45 @@ func TestReportCountsSamplesAndMarksSignificance(t *testing.T) {
 	}
 	if md := rep.markdown(); !strings.Contains(md, "| ~") || !strings.Contains(md, "median of 5 samples,") {
 		t.Errorf("overlapping samples not marked ~, or the count not stated:\n%s", md)
+	}
+}
+
+// TestPublishFromRawWritesRawBeside checks that -in with -out publishes the samples it
+// analyzed as out/raw.txt next to the tables, so the published tables can always be checked
+// against their samples with benchstat.
+func TestPublishFromRawWritesRawBeside(t *testing.T) {
+	dir := t.TempDir()
+	raw := rawTaskQ(map[string][]float64{
+		"crew": {100, 101, 99, 102, 100},
+		"pond": {200, 205, 198, 202, 201},
+		"ants": {95, 110, 98},
+	})
+	in := filepath.Join(dir, "joined.txt")
+	if err := os.WriteFile(in, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o := taskqOptions(t)
+	o.in, o.out = in, filepath.Join(dir, "docs")
+	if err := publish(o, raw); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(filepath.Join(o.out, "raw.txt"))
+	if err != nil {
+		t.Fatalf("no raw.txt beside the tables: %v", err)
+	}
+	if string(got) != string(raw) {
+		t.Errorf("raw.txt differs from the analyzed input")
+	}
+	if _, err := os.Stat(filepath.Join(o.out, "results.md")); err != nil {
+		t.Errorf("no results.md: %v", err)
+	}
+
+	// Analyzing the published raw.txt in place leaves it as it is.
+	o.in = filepath.Join(o.out, "raw.txt")
+	if err := publish(o, got); err != nil {
+		t.Fatal(err)
+	}
+	if again, err := os.ReadFile(o.in); err != nil || string(again) != string(raw) {
+		t.Errorf("raw.txt changed when analyzed in place (err %v)", err)
 	}
 }

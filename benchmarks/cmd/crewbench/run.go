@@ -128,7 +128,27 @@ func publish(o options, raw []byte) error {
 	if o.out == "" {
 		return nil
 	}
-	return rep.write(o.out, md)
+	if err := rep.write(o.out, md); err != nil {
+		return err
+	}
+	if o.in == "" {
+		return nil // the run wrote raw.txt as it went
+	}
+	// The tables are only as checkable as the samples beside them: -in with -out publishes
+	// the raw output it analyzed as out/raw.txt, as a run with -out does.
+	return copyRaw(raw, o.in, filepath.Join(o.out, "raw.txt"))
+}
+
+// copyRaw writes raw, read from in, to path, unless in already is that file.
+func copyRaw(raw []byte, in, path string) error {
+	src, err := os.Stat(in)
+	if err != nil {
+		return err
+	}
+	if dst, err := os.Stat(path); err == nil && os.SameFile(src, dst) {
+		return nil
+	}
+	return os.WriteFile(path, raw, 0o644)
 }
 
 // plan lists the jobs of one pass, suite by suite, contenders in o's order.
