@@ -47,7 +47,10 @@ func (t *tally) counted(task func()) func() {
 	}
 }
 
-// check fails b unless exactly want calls were counted since the last reset.
+// reset starts a new count.
+func (t *tally) reset() { t.ran.Store(0) }
+
+// check fails b unless exactly want calls were counted since the tally was made or reset.
 func (t *tally) check(b *testing.B, c contenders.Contender, want int) {
 	if got := t.ran.Load(); got != int64(want) {
 		b.Fatalf("%s: %d of %d tasks ran", c.Name, got, want)
@@ -65,7 +68,7 @@ func runLoad(b *testing.B, c contenders.Contender, workers int, l load, task fun
 	static := isStatic(c)
 	b.ResetTimer()
 	for range b.N {
-		runs.ran.Store(0)
+		runs.reset()
 		r := startRunner(b, c, workers, static)
 		if s, ok := r.(contenders.Static); ok {
 			s.Run(l.total(), counted)

@@ -243,7 +243,6 @@ func (rep *report) header() string {
 	return b.String()
 }
 
-// markdown is every suite's tables.
 // sampleCounts returns the fewest and the most samples any benchmark of the report has.
 func (rep *report) sampleCounts() (lo, hi int) {
 	for _, sr := range rep.suites {
@@ -261,6 +260,7 @@ func (rep *report) sampleCounts() (lo, hi int) {
 	return lo, hi
 }
 
+// markdown is every suite's tables.
 func (rep *report) markdown() string {
 	var b strings.Builder
 	b.WriteString(rep.header())
