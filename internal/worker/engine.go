@@ -111,7 +111,7 @@ func New[T any](cfg Config[T]) *Engine[T] {
 // while a bounded queue is full (unless the engine is NonBlocking) until there is room, the
 // engine stops, or done (which may be nil) is closed.
 func (e *Engine[T]) Submit(arg T, wait bool, done <-chan struct{}) Result {
-	e.mu.Lock()
+	e.lock()
 	if e.stopped {
 		e.mu.Unlock()
 		return Stopped
@@ -162,7 +162,7 @@ func (e *Engine[T]) crowded() bool {
 // Forward accepts arg whatever the queue bound and even after Stop. Sub-pools use it to run
 // their accepted tasks on the parent's workers: refusing them would lose accepted work.
 func (e *Engine[T]) Forward(arg T) {
-	e.mu.Lock()
+	e.lock()
 	w, spawn, _ := e.route(arg, false)
 	e.mu.Unlock()
 	e.launch(w, spawn, arg)
@@ -218,7 +218,7 @@ func (e *Engine[T]) launch(w *worker[T], spawn bool, arg T) {
 // If tasks are still queued and no other worker is waking, it wakes (or starts) one more
 // with the oldest queued task: the other half of the waking gate in route.
 func (e *Engine[T]) begin() {
-	e.mu.Lock()
+	e.lock()
 	e.waking--
 	var w *worker[T]
 	var spawn bool
@@ -330,7 +330,7 @@ func (e *Engine[T]) handlePanic(v any, stack []byte) {
 // when the worker should exit. A worker (w non-nil) that finds nothing to do parks until a
 // submitter hands it a task or it is told to exit.
 func (e *Engine[T]) next(w *worker[T], panicked bool) (T, bool) {
-	e.mu.Lock()
+	e.lock()
 	e.finish(panicked)
 	if e.workers <= e.max {
 		if arg, ok := e.dequeue(); ok {
@@ -366,7 +366,7 @@ func (e *Engine[T]) finish(panicked bool) {
 
 // goexit handles a worker whose task called runtime.Goexit.
 func (e *Engine[T]) goexit() {
-	e.mu.Lock()
+	e.lock()
 	e.finish(false)
 	arg, ok := e.dequeue()
 	if !ok {
