@@ -9,7 +9,8 @@ const lockYields = 4
 // yield gives up the processor; tests replace it to count the yields.
 var yield = runtime.Gosched
 
-// lock takes e.mu on the hot path: in Submit and in a worker's begin and next.
+// lock takes e.mu on the hot path: in Submit and Forward, and in a worker's begin, next and
+// goexit.
 //
 // Plain e.mu.Lock convoys under load. sync.Mutex parks a goroutine that finds it locked
 // whenever that goroutine's processor has other goroutines to run, and once a parked waiter
