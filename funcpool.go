@@ -32,8 +32,8 @@ func NewFunc[T any](maxWorkers int, fn func(T), opts ...Option) *FuncPool[T] {
 // [ErrQueueFull] under [WithNonBlocking] and [ErrStopped] after Stop; on error fn is never
 // called with arg. A nil pointer or interface is an argument like any other. The return of
 // Invoke synchronizes before the start of the call. It allocates nothing in steady state.
-// Like Submit, it yields its processor while more than 1024 calls per worker (and at least
-// 4096) wait.
+// Like Submit, it yields its processor while more than 64 calls per live worker (and at
+// least 4096) wait.
 func (p *FuncPool[T]) Invoke(arg T) error {
 	return p.core.submit(arg, true)
 }

@@ -55,10 +55,11 @@ func New(maxWorkers int, opts ...Option) *Pool {
 // panic goes to the panic handler ([WithPanicHandler]) and the worker keeps serving.
 // Submit allocates nothing beyond the caller's closure (BenchmarkSubmit).
 //
-// While more than 1024 tasks per worker (and at least 4096) are waiting, Submit yields its
+// While more than 64 tasks per live worker (and at least 4096) are waiting, Submit yields its
 // processor (runtime.Gosched) before it returns, so that a producer far ahead of the workers
 // lets them catch up rather than pile up a backlog that every garbage collection has to scan.
-// It does not wait for room.
+// At most 256 submitters yield at once; the others return at once. Submit does not wait for
+// room.
 func (p *Pool) Submit(task func()) error {
 	if task == nil {
 		return ErrNilTask

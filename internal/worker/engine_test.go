@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"fmt"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -289,35 +290,136 @@ func TestStopWhileReaperRunsClosesExited(t *testing.T) {
 }
 
 // TestSubmitYieldsWhenFarAhead guards the back-pressure in Submit: on one processor, a
-// submitter that has queued crowdedFloor tasks (more than crowdedPerWorker for the one worker)
-// yields, so the worker gets to run before the submitter is done. Without the yield, nothing
-// would run until the submitter blocked or was preempted (after 10ms), long after these
-// submits return.
+// submitter that has queued crowdedFloor tasks (more than crowdedPerWorker for the one live
+// worker) yields, so the worker gets to run before the submitter is done. Without the yield,
+// nothing would run until the submitter blocked or was preempted (after 10ms), long after
+// these submits return. The threshold counts live workers, not the limit, so a pool allowed
+// 10,000 workers but running one yields as soon as a pool limited to one.
 //
 // One yield may hand the processor straight back to the submitter: Gosched puts it on the
 // global run queue, which the scheduler serves first on every 61st round. So the submitter
 // gets up to nine yields (one per submit past the threshold) to let the worker in.
 func TestSubmitYieldsWhenFarAhead(t *testing.T) {
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	for _, limit := range []int{1, 10_000} {
+		t.Run(fmt.Sprintf("max=%d", limit), func(t *testing.T) {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+			var ran atomic.Int64
+			e := New(Config[int]{
+				Run:          func(int) { ran.Add(1) },
+				MaxWorkers:   limit,
+				IdleTimeout:  time.Minute,
+				PanicHandler: noPanic,
+			})
+			defer func() { e.Stop(); <-e.Exited() }()
+			// The first task goes to a new worker, which cannot run before the submitter
+			// yields, and the waking gate queues the rest behind it; the submit that makes
+			// the queue crowdedFloor long yields, and so does every submit after it.
+			const yields = 9
+			for i := 0; i < crowdedFloor+yields && ran.Load() == 0; i++ {
+				if r := e.Submit(i, true, nil); r != Accepted {
+					t.Fatalf("Submit = %v, want Accepted", r)
+				}
+			}
+			if ran.Load() == 0 {
+				t.Fatalf("no task ran while up to %d waited for the one worker: the submitter did not yield",
+					crowdedFloor+yields-1)
+			}
+			if n := e.yielding.Load(); n != 0 {
+				t.Fatalf("%d submitters counted as yielding after every submit returned", n)
+			}
+		})
+	}
+}
+
+// TestCrowdedYieldersAreCapped checks that no more submitters yield at once than crowded
+// allows, that the others return without yielding, and that each yielder is uncounted when
+// its yield returns: one-shot submitters must not all queue behind one another.
+func TestCrowdedYieldersAreCapped(t *testing.T) {
+	release := make(chan struct{})
+	var inside atomic.Int64
+	defer func(f func()) { crowdedYield = f }(crowdedYield)
+	crowdedYield = func() {
+		inside.Add(1)
+		<-release
+	}
+	unblock := make(chan struct{})
 	var ran atomic.Int64
 	e := New(Config[int]{
-		Run:          func(int) { ran.Add(1) },
+		Run:          func(int) { <-unblock; ran.Add(1) },
 		MaxWorkers:   1,
-		IdleTimeout:  time.Minute,
 		PanicHandler: noPanic,
 	})
-	defer func() { e.Stop(); <-e.Exited() }()
-	// The first task goes to the new worker and the rest wait in the queue; the submit that
-	// makes it crowdedFloor long yields, and so does every submit after it.
-	const yields = 9
-	threshold := max(crowdedFloor, crowdedPerWorker)
-	for i := 0; i < threshold+yields && ran.Load() == 0; i++ {
+	// One task holds the worker and crowdedFloor-1 wait behind it, so every further submit
+	// makes the queue crowded.
+	for i := range crowdedFloor {
 		if r := e.Submit(i, true, nil); r != Accepted {
 			t.Fatalf("Submit = %v, want Accepted", r)
 		}
 	}
-	if ran.Load() == 0 {
-		t.Fatalf("no task ran while up to %d waited for the one worker: the submitter did not yield",
-			threshold+yields-1)
+	if n := inside.Load(); n != 0 {
+		t.Fatalf("%d yields while the queue was below the threshold, want 0", n)
+	}
+	const submitters = crowdedYielders + 100
+	const limit = crowdedYielders
+	var returned atomic.Int64
+	var wg sync.WaitGroup
+	for i := range submitters {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if r := e.Submit(i, true, nil); r != Accepted {
+				t.Errorf("Submit = %v, want Accepted", r)
+			}
+			returned.Add(1)
+		}()
+	}
+	waitUntil(t, "the submitters past the cap to return", func() bool {
+		return returned.Load() == submitters-limit
+	})
+	waitUntil(t, "the capped submitters to yield", func() bool { return inside.Load() == limit })
+	time.Sleep(10 * time.Millisecond) // room for a broken cap to let one more in
+	if n := inside.Load(); n != limit {
+		t.Fatalf("%d submitters yielding at once, want %d", n, limit)
+	}
+	close(release)
+	wg.Wait()
+	if n := e.yielding.Load(); n != 0 {
+		t.Fatalf("%d submitters counted as yielding after every submit returned", n)
+	}
+	close(unblock)
+	e.Stop()
+	<-e.Exited()
+	if got, want := ran.Load(), int64(crowdedFloor+submitters); got != want {
+		t.Fatalf("%d of %d tasks ran", got, want)
+	}
+}
+
+// TestCrowdedThreshold checks when a submit yields: at least crowdedFloor queued tasks, at
+// least crowdedPerWorker of them per live worker whatever the limit, and fewer submitters
+// already yielding than crowdedYielders.
+func TestCrowdedThreshold(t *testing.T) {
+	tests := []struct {
+		workers, queued, yielding int
+		want                      bool
+	}{
+		{workers: 1, queued: crowdedFloor - 1, want: false},
+		{workers: 1, queued: crowdedFloor, want: true},
+		{workers: 1, queued: crowdedFloor, yielding: crowdedYielders - 1, want: true},
+		{workers: 1, queued: crowdedFloor, yielding: crowdedYielders, want: false},
+		{workers: 100, queued: crowdedFloor, want: false},
+		{workers: 100, queued: 100*crowdedPerWorker - 1, want: false},
+		{workers: 100, queued: 100 * crowdedPerWorker, want: true},
+		{workers: 100, queued: 100 * crowdedPerWorker, yielding: crowdedYielders, want: false},
+	}
+	for _, tt := range tests {
+		e := &Engine[int]{max: 10_000, workers: tt.workers}
+		e.yielding.Store(int32(tt.yielding))
+		for i := range tt.queued {
+			e.queue.Push(i)
+		}
+		if got := e.crowded(); got != tt.want {
+			t.Errorf("%d workers alive of 10,000, %d queued, %d yielding: crowded() = %v, want %v",
+				tt.workers, tt.queued, tt.yielding, got, tt.want)
+		}
 	}
 }
