@@ -58,8 +58,8 @@ func New(maxWorkers int, opts ...Option) *Pool {
 // While more than 64 tasks per live worker (and at least 4096) are waiting, Submit yields its
 // processor (runtime.Gosched) before it returns, so that a producer far ahead of the workers
 // lets them catch up rather than pile up a backlog that every garbage collection has to scan.
-// At most 256 submitters yield at once; the others return at once. Submit does not wait for
-// room.
+// At most 256 submitters yield at once; the others return without yielding. Submit does not
+// wait for room.
 func (p *Pool) Submit(task func()) error {
 	if task == nil {
 		return ErrNilTask
