@@ -166,11 +166,12 @@ func (e *Engine[T]) Submit(arg T, wait bool, done <-chan struct{}) Result {
 // A yield throttles only a submitter that comes back to submit more. Where the backlog is
 // built by many goroutines that submit once each (pond's 1Mu-1t: a million goroutines, one
 // task each), it throttles nobody and sends each of them through the scheduler a second time:
-// without a cap, that workload took 1.4 s instead of 0.8 s. So at most crowdedYielders submitters yield at once, and the
-// others go on without yielding. That many covers the looping submitters of the workloads
-// measured (ultrapool's 200) and spares the one-shot ones. A cap of the live workers' number
-// (at least 64) spared 1Mu-1t too, but left most of ultrapool's 200 submitters unthrottled:
-// AES-CBC on 1 kB with FuncPool went back to 56% slower than with no cap.
+// without a cap, that workload took 1.4 s instead of 0.8 s. So at most crowdedYielders
+// submitters yield at once, and the others go on without yielding. That many covers the
+// looping submitters of the workloads measured (ultrapool's 200) and spares the one-shot
+// ones. A cap of the live workers' number (at least 64) spared 1Mu-1t too, but left most of
+// ultrapool's 200 submitters unthrottled: AES-CBC on 1 kB with FuncPool went back to 56%
+// slower than with no cap.
 //
 // TestSubmitYieldsWhenFarAhead, TestCrowdedThreshold and TestCrowdedYieldersAreCapped guard
 // this; BenchmarkTaskQ's json task, BenchmarkUltrapool's AES-CBC tasks and BenchmarkPond's
