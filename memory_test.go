@@ -81,7 +81,7 @@ func TestMillionTasksLeaveHeapAndGoroutinesAsTheyWere(t *testing.T) {
 	})
 	awaitGoroutines(t, "after reaping", baseG)
 	after := heapInUse()
-	const slack = 512 << 10 // the pool itself, one spare queue segment, runtime noise
+	const slack = 512 << 10 // the pool itself, the queue's head segment, runtime noise
 	if after > baseHeap+slack {
 		t.Fatalf("live heap %d B after %d tasks, %d B before (peak %d B with the queue full): "+
 			"more than %d B were kept", after, n, baseHeap, peak, slack)

@@ -53,7 +53,9 @@ func New(maxWorkers int, opts ...Option) *Pool {
 //
 // The return of Submit synchronizes before the start of the task. If the task panics, the
 // panic goes to the panic handler ([WithPanicHandler]) and the worker keeps serving.
-// Submit allocates nothing beyond the caller's closure (BenchmarkSubmit).
+// Submit allocates nothing beyond the caller's closure, also while a backlog forms and drains
+// again: the queue reuses its memory (BenchmarkSubmit,
+// TestSubmitAllocatesNothingWhileABacklogSwings).
 //
 // While more than 64 tasks per live worker (and at least 4096) are waiting, Submit yields its
 // processor (runtime.Gosched) before it returns, so that a producer far ahead of the workers

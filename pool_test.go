@@ -773,6 +773,43 @@ func TestSubmitAllocatesNothingBeyondTheClosure(t *testing.T) {
 	}
 }
 
+// TestSubmitAllocatesNothingWhileABacklogSwings: a backlog that forms and drains again and
+// again (here 10,000 tasks queued behind a held worker, then released) reuses the queue's
+// memory, so Submit still allocates nothing once the first backlog has formed.
+func TestSubmitAllocatesNothingWhileABacklogSwings(t *testing.T) {
+	if raceEnabled {
+		t.Skip("sync.Pool drops a share of what it is given under the race detector")
+	}
+	const backlog = 10_000
+	p := crew.New(1, crew.WithMinWorkers(1))
+	defer p.StopAndWait()
+	var wg sync.WaitGroup
+	var n atomic.Int64
+	hold := make(chan struct{})
+	blocker := func() { <-hold; wg.Done() }
+	task := func() { n.Add(1); wg.Done() }
+	swing := func() {
+		wg.Add(backlog + 1)
+		if err := p.Submit(blocker); err != nil {
+			t.Fatal(err)
+		}
+		for range backlog {
+			if err := p.Submit(task); err != nil {
+				t.Fatal(err)
+			}
+		}
+		hold <- struct{}{}
+		wg.Wait()
+	}
+	swing() // the first backlog allocates the queue's segments
+	if allocs := testing.AllocsPerRun(20, swing); allocs != 0 {
+		t.Fatalf("%.0f allocations per backlog of %d tasks after the first, want 0", allocs, backlog)
+	}
+	if got, want := n.Load(), int64(22*backlog); got != want {
+		t.Fatalf("%d tasks ran, want %d", got, want)
+	}
+}
+
 func TestInvokeTakesNilPointerAsArgument(t *testing.T) {
 	t.Parallel()
 	got := make(chan *int, 1)

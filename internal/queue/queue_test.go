@@ -56,7 +56,8 @@ func TestZeroQueueIsEmpty(t *testing.T) {
 }
 
 // TestPopClearsSlotsAndDrainedQueueKeepsOneSegment: popped slots no longer reference their
-// values, and a queue drained after a burst keeps at most its head segment and one spare.
+// values, a queue drained after a burst keeps only its head segment, and the segments it gave
+// back for reuse reference nothing either.
 func TestPopClearsSlotsAndDrainedQueueKeepsOneSegment(t *testing.T) {
 	var q Queue[*int]
 	const n = 100_000
@@ -67,25 +68,32 @@ func TestPopClearsSlotsAndDrainedQueueKeepsOneSegment(t *testing.T) {
 	for range n {
 		q.Pop()
 	}
-	segments := 0
-	for s := q.head; s != nil; s = s.next {
-		segments++
+	if q.head == nil || q.head != q.tail || q.head.next != nil {
+		t.Fatal("a drained queue holds more than its head segment")
+	}
+	checkCleared := func(what string, s *segment[*int]) {
+		t.Helper()
 		for i, v := range s.items {
 			if v != nil {
-				t.Fatalf("slot %d of a drained segment still references a value", i)
+				t.Fatalf("slot %d of %s still references a value", i, what)
 			}
 		}
 	}
-	if segments != 1 || q.head != q.tail {
-		t.Fatalf("a drained queue holds %d segments, want 1", segments)
-	}
-	if q.spare != nil && q.spare.next != nil {
-		t.Fatal("the spare segment links to others")
-	}
-	for _, v := range q.head.items {
-		if v != nil {
-			t.Fatal("the head segment still references a value")
+	checkCleared("the head segment", q.head)
+	given := 0
+	for {
+		s, _ := q.free.Get().(*segment[*int])
+		if s == nil {
+			break
 		}
+		given++
+		if s.next != nil {
+			t.Fatal("a segment given back links to others")
+		}
+		checkCleared("a segment given back", s)
+	}
+	if given == 0 && !raceEnabled {
+		t.Fatal("the drained segments were not given back for reuse")
 	}
 }
 
@@ -116,9 +124,10 @@ func TestSegmentsHaveSaneLength(t *testing.T) {
 	}
 }
 
-// TestSteadyPushPopDoesNotAllocate: a queue that keeps crossing a segment boundary reuses its
-// spare segment instead of allocating.
+// TestSteadyPushPopDoesNotAllocate: a queue that keeps crossing a segment boundary reuses the
+// segment it gave back instead of allocating.
 func TestSteadyPushPopDoesNotAllocate(t *testing.T) {
+	skipReuseUnderRace(t)
 	var q Queue[int]
 	for i := range 600 {
 		q.Push(i)
@@ -133,5 +142,35 @@ func TestSteadyPushPopDoesNotAllocate(t *testing.T) {
 	})
 	if allocs > 0 {
 		t.Fatalf("%v allocations per steady push/pop cycle, want 0", allocs)
+	}
+}
+
+// TestSwingingQueueReusesSegments: a queue whose length swings between empty and thousands of
+// values, as a pool's backlog does when its submitter runs ahead of the workers and then waits,
+// reuses the segments of one swing in the next instead of allocating them again.
+func TestSwingingQueueReusesSegments(t *testing.T) {
+	skipReuseUnderRace(t)
+	var q Queue[any]
+	const swing = 20_000 // about 80 segments of interface values
+	fill := func() {
+		for i := range swing {
+			q.Push(i & 0xff) // small integers box without allocating
+		}
+		for q.Len() > 0 {
+			q.Pop()
+		}
+	}
+	fill()
+	if allocs := testing.AllocsPerRun(100, fill); allocs > 0 {
+		t.Fatalf("%v allocations per swing of %d values after the first, want 0", allocs, swing)
+	}
+}
+
+// skipReuseUnderRace skips a test of segment reuse under the race detector, where sync.Pool
+// drops a share of the segments given back.
+func skipReuseUnderRace(t *testing.T) {
+	t.Helper()
+	if raceEnabled {
+		t.Skip("sync.Pool drops items at random under the race detector")
 	}
 }
