@@ -174,3 +174,48 @@ func skipReuseUnderRace(t *testing.T) {
 		t.Skip("sync.Pool drops items at random under the race detector")
 	}
 }
+
+// FuzzQueueMatchesSlice runs a generated sequence of pushes and pops, in runs long enough to
+// cross segment boundaries and to drain the queue and grow it again on reused segments, and
+// checks every value, Len and Peek against a slice.
+func FuzzQueueMatchesSlice(f *testing.F) {
+	f.Add([]byte{0x10, 0x91, 0xff, 0xfe, 0x01})
+	// Two runs of 1016 pushes, pops across the segment boundaries, a drain and a regrowth.
+	f.Add([]byte{0xfe, 0xfe, 0xff, 0xfe, 0xff, 0xff, 0xff, 0x81, 0xfe, 0xff})
+	f.Fuzz(func(t *testing.T, ops []byte) {
+		var q Queue[int]
+		var model []int
+		next := 0
+		for _, op := range ops {
+			// The low bit picks push or pop, the rest how many: up to 127 × 8 values.
+			n := int(op>>1) * 8
+			if op&1 == 0 {
+				for range n {
+					q.Push(next)
+					model = append(model, next)
+					next++
+				}
+			} else {
+				for range n {
+					v, ok := q.Pop()
+					if len(model) == 0 {
+						if ok {
+							t.Fatalf("Pop on an empty queue returned %d, true", v)
+						}
+						break
+					}
+					if !ok || v != model[0] {
+						t.Fatalf("Pop = %d, %v; want %d, true", v, ok, model[0])
+					}
+					model = model[1:]
+				}
+			}
+			if q.Len() != len(model) {
+				t.Fatalf("Len = %d, want %d", q.Len(), len(model))
+			}
+			if v, ok := q.Peek(); ok != (len(model) > 0) || (ok && v != model[0]) {
+				t.Fatalf("Peek = %d, %v; want the front of %d values", v, ok, len(model))
+			}
+		}
+	})
+}
