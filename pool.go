@@ -54,7 +54,8 @@ func New(maxWorkers int, opts ...Option) *Pool {
 // The return of Submit synchronizes before the start of the task. If the task panics, the
 // panic goes to the panic handler ([WithPanicHandler]) and the worker keeps serving.
 // Submit allocates nothing beyond the caller's closure, also while a backlog forms and drains
-// again: the queue reuses its memory (BenchmarkSubmit,
+// again: the queue reuses the memory a drained backlog held, until the garbage collector takes
+// it back two collections later (BenchmarkSubmit,
 // TestSubmitAllocatesNothingWhileABacklogSwings).
 //
 // While more than 64 tasks per live worker (and at least 4096) are waiting, Submit yields its
