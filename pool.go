@@ -55,8 +55,8 @@ func New(maxWorkers int, opts ...Option) *Pool {
 // panic goes to the panic handler ([WithPanicHandler]) and the worker keeps serving.
 // Submit allocates nothing beyond the caller's closure, also while a backlog forms and drains
 // again: the queue reuses the memory a drained backlog held, until the garbage collector takes
-// it back two collections later (BenchmarkSubmit,
-// TestSubmitAllocatesNothingWhileABacklogSwings).
+// it back two collections later (BenchmarkSubmit, TestSubmitAllocatesNothingWhileABacklogSwings,
+// TestMillionTasksLeaveHeapAndGoroutinesAsTheyWere).
 //
 // While more than 64 tasks per live worker (and at least 4096) are waiting, Submit yields its
 // processor (runtime.Gosched) before it returns, so that a producer far ahead of the workers

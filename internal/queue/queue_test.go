@@ -2,6 +2,7 @@ package queue
 
 import (
 	"math/rand/v2"
+	"runtime"
 	"testing"
 )
 
@@ -218,4 +219,24 @@ func FuzzQueueMatchesSlice(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestDrainedSegmentsGoBackToTheCollector: the segments a drained backlog gave back for reuse
+// are gone after two garbage collections, so an idle queue holds only its head segment.
+func TestDrainedSegmentsGoBackToTheCollector(t *testing.T) {
+	var q Queue[int]
+	for i := range 100_000 {
+		q.Push(i)
+	}
+	for q.Len() > 0 {
+		q.Pop()
+	}
+	runtime.GC()
+	runtime.GC()
+	if s := q.free.Get(); s != nil {
+		t.Fatal("a drained segment is still kept for reuse after two collections")
+	}
+	if q.head != q.tail || q.head.next != nil {
+		t.Fatal("the drained queue holds more than its head segment")
+	}
 }
