@@ -6,38 +6,62 @@ import (
 	"testing"
 )
 
+// modelQueue drives a Queue[int] and a slice side by side and fails the test as soon as the
+// two disagree.
+type modelQueue struct {
+	t     testing.TB
+	q     Queue[int]
+	model []int
+	next  int
+}
+
+// push pushes n new values onto both.
+func (m *modelQueue) push(n int) {
+	for range n {
+		m.q.Push(m.next)
+		m.model = append(m.model, m.next)
+		m.next++
+	}
+}
+
+// pop pops n times, checking each value; pops on an empty queue must find nothing.
+func (m *modelQueue) pop(n int) {
+	m.t.Helper()
+	for range n {
+		v, ok := m.q.Pop()
+		if len(m.model) == 0 {
+			if ok {
+				m.t.Fatalf("Pop on an empty queue returned %d, true", v)
+			}
+			continue
+		}
+		if !ok || v != m.model[0] {
+			m.t.Fatalf("Pop = %d, %v; want %d, true", v, ok, m.model[0])
+		}
+		m.model = m.model[1:]
+	}
+}
+
+// check compares Len and Peek with the slice.
+func (m *modelQueue) check() {
+	m.t.Helper()
+	if m.q.Len() != len(m.model) {
+		m.t.Fatalf("Len = %d, want %d", m.q.Len(), len(m.model))
+	}
+	if v, ok := m.q.Peek(); ok != (len(m.model) > 0) || (ok && v != m.model[0]) {
+		m.t.Fatalf("Peek = %d, %v; want the front of %d values", v, ok, len(m.model))
+	}
+}
+
 // TestQueueIsFIFOAcrossSegments pushes and pops in random bursts across many segment
 // boundaries and checks the order and Len against a slice.
 func TestQueueIsFIFOAcrossSegments(t *testing.T) {
-	var q Queue[int]
-	var model []int
+	m := &modelQueue{t: t}
 	r := rand.New(rand.NewPCG(1, 2))
-	next := 0
 	for range 2000 {
-		for range r.IntN(700) {
-			q.Push(next)
-			model = append(model, next)
-			next++
-		}
-		for range r.IntN(700) {
-			v, ok := q.Pop()
-			if len(model) == 0 {
-				if ok {
-					t.Fatalf("Pop on an empty queue returned %d, true", v)
-				}
-				continue
-			}
-			if !ok || v != model[0] {
-				t.Fatalf("Pop = %d, %v; want %d, true", v, ok, model[0])
-			}
-			model = model[1:]
-		}
-		if q.Len() != len(model) {
-			t.Fatalf("Len = %d, want %d", q.Len(), len(model))
-		}
-		if v, ok := q.Peek(); ok != (len(model) > 0) || (ok && v != model[0]) {
-			t.Fatalf("Peek = %d, %v; want the front of %d values", v, ok, len(model))
-		}
+		m.push(r.IntN(700))
+		m.pop(r.IntN(700))
+		m.check()
 	}
 }
 
@@ -184,39 +208,16 @@ func FuzzQueueMatchesSlice(f *testing.F) {
 	// Two runs of 1016 pushes, pops across the segment boundaries, a drain and a regrowth.
 	f.Add([]byte{0xfe, 0xfe, 0xff, 0xfe, 0xff, 0xff, 0xff, 0x81, 0xfe, 0xff})
 	f.Fuzz(func(t *testing.T, ops []byte) {
-		var q Queue[int]
-		var model []int
-		next := 0
+		m := &modelQueue{t: t}
 		for _, op := range ops {
 			// The low bit picks push or pop, the rest how many: up to 127 × 8 values.
 			n := int(op>>1) * 8
 			if op&1 == 0 {
-				for range n {
-					q.Push(next)
-					model = append(model, next)
-					next++
-				}
+				m.push(n)
 			} else {
-				for range n {
-					v, ok := q.Pop()
-					if len(model) == 0 {
-						if ok {
-							t.Fatalf("Pop on an empty queue returned %d, true", v)
-						}
-						break
-					}
-					if !ok || v != model[0] {
-						t.Fatalf("Pop = %d, %v; want %d, true", v, ok, model[0])
-					}
-					model = model[1:]
-				}
+				m.pop(n)
 			}
-			if q.Len() != len(model) {
-				t.Fatalf("Len = %d, want %d", q.Len(), len(model))
-			}
-			if v, ok := q.Peek(); ok != (len(model) > 0) || (ok && v != model[0]) {
-				t.Fatalf("Peek = %d, %v; want the front of %d values", v, ok, len(model))
-			}
+			m.check()
 		}
 	})
 }
