@@ -56,7 +56,9 @@ func New(maxWorkers int, opts ...Option) *Pool {
 // Submit allocates nothing beyond the caller's closure, also while a backlog forms and drains
 // again: the queue reuses the memory a drained backlog held, until the garbage collector takes
 // it back two collections later (BenchmarkSubmit, TestSubmitAllocatesNothingWhileABacklogSwings,
-// TestMillionTasksLeaveHeapAndGoroutinesAsTheyWere).
+// TestMillionTasksLeaveHeapAndGoroutinesAsTheyWere). Pools share that memory, so a pool made
+// after another one stopped does not allocate it again
+// (TestNewPoolReusesQueueMemoryOfAStoppedOne).
 //
 // While more than 64 tasks per live worker (and at least 4096) are waiting, Submit yields its
 // processor (runtime.Gosched) before it returns, so that a producer far ahead of the workers

@@ -810,6 +810,44 @@ func TestSubmitAllocatesNothingWhileABacklogSwings(t *testing.T) {
 	}
 }
 
+// TestNewPoolReusesQueueMemoryOfAStoppedOne: a pool made after another one stopped queues
+// its backlog on the memory the stopped pool's backlog held, so a pool that queues 10,000
+// tasks allocates no more than one that queues none.
+func TestNewPoolReusesQueueMemoryOfAStoppedOne(t *testing.T) {
+	if raceEnabled {
+		t.Skip("sync.Pool drops a share of what it is given under the race detector")
+	}
+	var n atomic.Int64
+	task := func() { n.Add(1) }
+	life := func(backlog int) func() {
+		return func() {
+			p := crew.New(1, crew.WithMinWorkers(1))
+			hold := make(chan struct{})
+			if err := p.Submit(func() { <-hold }); err != nil {
+				t.Fatal(err)
+			}
+			for range backlog {
+				if err := p.Submit(task); err != nil {
+					t.Fatal(err)
+				}
+			}
+			close(hold)
+			p.StopAndWait()
+		}
+	}
+	const backlog = 10_000
+	life(backlog)() // the first backlog allocates the segments
+	none := testing.AllocsPerRun(20, life(0))
+	queued := testing.AllocsPerRun(20, life(backlog))
+	if queued > none {
+		t.Fatalf("a pool that queued %d tasks allocated %.0f times, one that queued none %.0f",
+			backlog, queued, none)
+	}
+	if got, want := n.Load(), int64(22*backlog); got != want {
+		t.Fatalf("%d tasks ran, want %d", got, want)
+	}
+}
+
 func TestInvokeTakesNilPointerAsArgument(t *testing.T) {
 	t.Parallel()
 	got := make(chan *int, 1)

@@ -4,19 +4,26 @@
 // it never copies its contents, and a pool that queued a million tasks an hour ago does not
 // hold a million-slot array now.
 //
-// Drained segments go to a sync.Pool of the queue's own, and new segments come from it. A
-// pool's backlog often swings between empty and a few thousand tasks many times a second (a
-// submitter that runs ahead of its workers until it yields, then waits for them to catch up),
-// and without reuse every swing allocated its segments afresh: a million tiny tasks from one
-// submitter allocated 16 MB of segments, 16 bytes per task, all of it garbage within
-// milliseconds. A sync.Pool keeps no fixed number of spares: it holds what the queue gave back
-// since the last garbage collections and drops the rest, so an idle queue's segments go back
-// to the collector within two collections (TestDrainedSegmentsGoBackToTheCollector).
+// Drained segments go to a sync.Pool, and new segments come from it. A pool's backlog often
+// swings between empty and a few thousand tasks many times a second (a submitter that runs
+// ahead of its workers until it yields, then waits for them to catch up), and without reuse
+// every swing allocated its segments afresh: a million tiny tasks from one submitter allocated
+// 16 MB of segments, 16 bytes per task, all of it garbage within milliseconds. A sync.Pool
+// keeps no fixed number of spares: it holds what was given back since the last garbage
+// collections and drops the rest, so an idle queue's segments go back to the collector within
+// two collections (TestDrainedSegmentsGoBackToTheCollector).
+//
+// Every queue of one element type shares that sync.Pool, so a queue made after another one
+// drained starts on its segments, and a stopped pool gives back with Free even the one segment
+// that an empty queue keeps (TestNewQueueReusesSegmentsOfADrainedOne). A program that makes a
+// pool or a sub-pool per batch or per request does not pay for its backlog's memory again
+// each time.
 //
 // A Queue is not safe for concurrent use; the pool guards it with its own mutex.
 package queue
 
 import (
+	"reflect"
 	"sync"
 	"unsafe"
 )
@@ -39,7 +46,24 @@ type Queue[T any] struct {
 	// first is the index of the oldest value in head; end is one past the newest in tail.
 	first, end int
 	n          int
-	free       sync.Pool // of *segment[T], drained and cleared
+	free       *sync.Pool // of *segment[T], drained and cleared; see cache
+}
+
+// caches holds the sync.Pool of drained segments of each element type.
+var caches sync.Map // reflect.Type → *sync.Pool
+
+// cache returns the sync.Pool of drained segments that q shares with every queue of its
+// element type. It is looked up once per queue, when q first needs a segment.
+func (q *Queue[T]) cache() *sync.Pool {
+	if q.free == nil {
+		t := reflect.TypeFor[T]()
+		p, ok := caches.Load(t)
+		if !ok {
+			p, _ = caches.LoadOrStore(t, new(sync.Pool))
+		}
+		q.free = p.(*sync.Pool)
+	}
+	return q.free
 }
 
 // Len returns the number of values in the queue.
@@ -96,8 +120,21 @@ func (q *Queue[T]) Peek() (v T, ok bool) {
 	return q.head.items[q.first], true
 }
 
+// Free gives the segment that an empty queue keeps to other queues of its element type: a pool
+// that has stopped calls it, so that the next pool does not allocate its first segment again.
+// It does nothing to a queue that holds values. The queue stays ready to use.
+func (q *Queue[T]) Free() {
+	if q.n > 0 || q.head == nil {
+		return
+	}
+	s := q.head
+	q.head, q.tail = nil, nil
+	q.first, q.end = 0, 0
+	q.release(s)
+}
+
 func (q *Queue[T]) newSegment() *segment[T] {
-	if s, _ := q.free.Get().(*segment[T]); s != nil {
+	if s, _ := q.cache().Get().(*segment[T]); s != nil {
 		return s
 	}
 	var zero T
@@ -111,5 +148,5 @@ func (q *Queue[T]) newSegment() *segment[T] {
 // release gives s, whose slots Pop has cleared, back for reuse.
 func (q *Queue[T]) release(s *segment[T]) {
 	s.next = nil
-	q.free.Put(s)
+	q.cache().Put(s)
 }

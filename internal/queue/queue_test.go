@@ -191,6 +191,58 @@ func TestSwingingQueueReusesSegments(t *testing.T) {
 	}
 }
 
+// TestNewQueueReusesSegmentsOfADrainedOne: a queue made after another of its element type
+// drained and was freed (Free) starts on the other queue's segments instead of allocating.
+func TestNewQueueReusesSegmentsOfADrainedOne(t *testing.T) {
+	skipReuseUnderRace(t)
+	type task struct{ id int } // a type no other test queues
+	const backlog = 10_000          // about 40 segments
+	const runs = 100
+	queues := make([]Queue[task], runs+1) // made ahead: the count is of segments only
+	fill := func(q *Queue[task]) {
+		for i := range backlog {
+			q.Push(task{id: i})
+		}
+		for q.Len() > 0 {
+			q.Pop()
+		}
+		q.Free()
+	}
+	fill(&queues[runs])
+	next := 0
+	allocs := testing.AllocsPerRun(runs-1, func() {
+		fill(&queues[next])
+		next++
+	})
+	if allocs > 0 {
+		t.Fatalf("%v allocations per new queue of %d values after the first, want 0", allocs, backlog)
+	}
+}
+
+// TestFreeKeepsValuesAndQueueUsable: Free leaves a queue that holds values as it was, and an
+// emptied queue still takes values after it.
+func TestFreeKeepsValuesAndQueueUsable(t *testing.T) {
+	var q Queue[int]
+	q.Free() // a zero queue has no segment to give
+	for i := range 1000 {
+		q.Push(i)
+	}
+	q.Free()
+	for want := range 1000 {
+		if v, ok := q.Pop(); !ok || v != want {
+			t.Fatalf("Pop after Free = %d, %v; want %d, true", v, ok, want)
+		}
+	}
+	q.Free()
+	if q.head != nil || q.tail != nil {
+		t.Fatal("an empty queue kept its segment after Free")
+	}
+	q.Push(7)
+	if v, ok := q.Peek(); !ok || v != 7 || q.Len() != 1 {
+		t.Fatalf("Peek after Free and Push = %d, %v, Len %d; want 7, true, 1", v, ok, q.Len())
+	}
+}
+
 // skipReuseUnderRace skips a test of segment reuse under the race detector, where sync.Pool
 // drops a share of the segments given back.
 func skipReuseUnderRace(t *testing.T) {
@@ -234,7 +286,7 @@ func TestDrainedSegmentsGoBackToTheCollector(t *testing.T) {
 	}
 	runtime.GC()
 	runtime.GC()
-	if s := q.free.Get(); s != nil {
+	if s := q.cache().Get(); s != nil {
 		t.Fatal("a drained segment is still kept for reuse after two collections")
 	}
 	if q.head != q.tail || q.head.next != nil {

@@ -485,14 +485,15 @@ func (e *Engine[T]) exit() {
 	e.checkExited()
 }
 
-// checkExited closes exited once the engine is stopped and has no goroutine left.
-// Callers hold e.mu.
+// checkExited closes exited once the engine is stopped and has no goroutine left, and gives
+// the queue's last segment to the next queue of T. Callers hold e.mu.
 func (e *Engine[T]) checkExited() {
 	if e.stopped && e.workers == 0 && !e.reaping {
 		select {
 		case <-e.exited:
 		default:
 			close(e.exited)
+			e.queue.Free()
 		}
 	}
 }
