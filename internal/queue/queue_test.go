@@ -196,7 +196,7 @@ func TestSwingingQueueReusesSegments(t *testing.T) {
 func TestNewQueueReusesSegmentsOfADrainedOne(t *testing.T) {
 	skipReuseUnderRace(t)
 	type task struct{ id int } // a type no other test queues
-	const backlog = 10_000          // about 40 segments
+	const backlog = 10_000     // about 40 segments
 	const runs = 100
 	queues := make([]Queue[task], runs+1) // made ahead: the count is of segments only
 	fill := func(q *Queue[task]) {
