@@ -8,6 +8,7 @@ package worker
 
 import (
 	"log/slog"
+	"reflect"
 	"runtime"
 	"runtime/debug"
 	"sync"
@@ -77,6 +78,8 @@ type Engine[T any] struct {
 	// yielding counts the submitters inside crowded's yield. It is raised under mu, when
 	// crowded has said yes, and lowered without it once the yield returns.
 	yielding atomic.Int32
+
+	spares *sync.Pool // of *worker[T], shared by the engines of T: see newWorker
 }
 
 // worker is one goroutine's parking spot. A submitter hands it a task by setting arg and
@@ -88,21 +91,31 @@ type worker[T any] struct {
 	idleSince time.Time
 }
 
+// spareWorkers holds, for each task type T, a sync.Pool of the *worker[T] that exited workers
+// left behind.
+var spareWorkers sync.Map // reflect.Type → *sync.Pool
+
 // New returns an Engine and starts cfg.MinWorkers workers.
 func New[T any](cfg Config[T]) *Engine[T] {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	t := reflect.TypeFor[T]()
+	spares, ok := spareWorkers.Load(t)
+	if !ok {
+		spares, _ = spareWorkers.LoadOrStore(t, new(sync.Pool))
 	}
 	e := &Engine[T]{
 		cfg:    cfg,
 		max:    cfg.MaxWorkers,
 		exited: make(chan struct{}),
 		done:   make(chan struct{}),
+		spares: spares.(*sync.Pool),
 	}
 	if cfg.Start == nil && cfg.MinWorkers > 0 {
 		e.mu.Lock()
 		for range cfg.MinWorkers {
-			w := &worker[T]{wake: make(chan struct{}, 1)}
+			w := e.newWorker()
 			e.workers++
 			e.park(w)
 			go e.parked(w)
@@ -282,7 +295,32 @@ func (e *Engine[T]) start(first T) {
 		e.cfg.Start(first)
 		return
 	}
-	go e.serve(&worker[T]{wake: make(chan struct{}, 1)}, first)
+	go e.serve(e.newWorker(), first)
+}
+
+// newWorker returns a parking spot for a worker about to start: one that an exited worker of
+// any engine of T gave back (retire), or a new one.
+//
+// A worker's spot (the struct and its wake channel) is most of what starting a worker
+// allocates, about 160 of 210 bytes. Pools whose workers come and go (a pool made per batch,
+// idle reaping, pond's workloads on a fresh pool of 200,000 workers) would otherwise allocate
+// it again for every worker they start. TestStartedWorkersReuseExitedWorkersSpots guards it.
+func (e *Engine[T]) newWorker() *worker[T] {
+	if w, _ := e.spares.Get().(*worker[T]); w != nil {
+		return w
+	}
+	return &worker[T]{wake: make(chan struct{}, 1)}
+}
+
+// retire gives the spot of a worker that is exiting to the next worker started. Nothing else
+// holds w by then: it is off the idle stack, and whoever told it to exit sent on w.wake before
+// it woke, and touches w no more. Its channel is empty, as every send on it has been received.
+func (e *Engine[T]) retire(w *worker[T]) {
+	if w == nil {
+		return
+	}
+	*w = worker[T]{wake: w.wake}
+	e.spares.Put(w)
 }
 
 // Serve runs first and then queued tasks on the calling goroutine until the queue is empty.
@@ -296,12 +334,14 @@ func (e *Engine[T]) parked(w *worker[T]) {
 	if arg, ok := e.wait(w); ok {
 		e.serveBegun(w, arg)
 	}
+	e.retire(w)
 }
 
 // serve runs tasks until the worker exits. w is nil for a worker that must not park.
 func (e *Engine[T]) serve(w *worker[T], arg T) {
 	e.begin()
 	e.serveBegun(w, arg)
+	e.retire(w)
 }
 
 // serveBegun is serve for a worker that has already called begin.

@@ -423,3 +423,54 @@ func TestCrowdedThreshold(t *testing.T) {
 		}
 	}
 }
+
+// TestStartedWorkersReuseExitedWorkersSpots: the workers an engine starts take the spots
+// (the struct and its wake channel) that the exited workers of an engine of the same task
+// type left, cleared: told to exit once, a spot does not make its next worker exit.
+func TestStartedWorkersReuseExitedWorkersSpots(t *testing.T) {
+	type task struct{ id int } // a type no other test's engines use
+	const workers = 8
+	var started, ran atomic.Int64
+	var release chan struct{}
+	cfg := Config[task]{
+		// The tasks wait until all have started, so each of the workers runs one.
+		Run:          func(task) { started.Add(1); <-release; ran.Add(1) },
+		MaxWorkers:   workers,
+		MinWorkers:   workers,
+		PanicHandler: noPanic,
+	}
+	seen := map[*worker[task]]bool{}
+	attempts := 0
+	// A spot reaches the spares only as its goroutine returns, after Exited has closed, and
+	// the garbage collector may drop spares: so try engines until one starts on old spots only.
+	waitUntil(t, "an engine whose workers all took exited workers' spots", func() bool {
+		attempts++
+		release = make(chan struct{})
+		started.Store(0)
+		e := New(cfg)
+		e.mu.Lock()
+		fresh := 0
+		for _, w := range e.idle {
+			if !seen[w] {
+				fresh++
+				seen[w] = true
+			}
+		}
+		e.mu.Unlock()
+		for i := range workers {
+			if r := e.Submit(task{i}, true, nil); r != Accepted {
+				t.Fatalf("Submit = %v, want Accepted", r)
+			}
+		}
+		waitUntil(t, "every worker running a task", func() bool { return started.Load() == workers })
+		close(release)
+		// Stop dismisses them parked, which marks their spots with exit.
+		waitUntil(t, "every worker parked", func() bool { return e.Counters().Idle == workers })
+		e.Stop()
+		<-e.Exited()
+		return attempts > 1 && fresh == 0
+	})
+	if got, want := ran.Load(), int64(attempts*workers); got != want {
+		t.Fatalf("%d tasks ran in %d engines of %d workers, want %d", got, attempts, workers, want)
+	}
+}
