@@ -4,7 +4,7 @@
 // it never copies its contents, and a pool that queued a million tasks an hour ago does not
 // hold a million-slot array now.
 //
-// Drained segments go to a sync.Pool, and new segments come from it. A pool's backlog often
+// Drained segments go to a sync.Pool (internal/spare), and new segments come from it. A pool's backlog often
 // swings between empty and a few thousand tasks many times a second (a submitter that runs
 // ahead of its workers until it yields, then waits for them to catch up), and without reuse
 // every swing allocated its segments afresh: a million tiny tasks from one submitter allocated
@@ -23,9 +23,9 @@
 package queue
 
 import (
-	"reflect"
-	"sync"
 	"unsafe"
+
+	"github.com/crewgo/crew/internal/spare"
 )
 
 // segmentBytes is the target size of one segment's slots. Four kilobytes holds 256 interface
@@ -46,22 +46,14 @@ type Queue[T any] struct {
 	// first is the index of the oldest value in head; end is one past the newest in tail.
 	first, end int
 	n          int
-	free       *sync.Pool // of *segment[T], drained and cleared; see cache
+	free       *spare.Pool[*segment[T]] // drained and cleared segments; see cache
 }
 
-// caches holds the sync.Pool of drained segments of each element type.
-var caches sync.Map // reflect.Type → *sync.Pool
-
-// cache returns the sync.Pool of drained segments that q shares with every queue of its
-// element type. It is looked up once per queue, when q first needs a segment.
-func (q *Queue[T]) cache() *sync.Pool {
+// cache returns the drained segments that q shares with every queue of its element type. It
+// is looked up once per queue, when q first needs a segment.
+func (q *Queue[T]) cache() *spare.Pool[*segment[T]] {
 	if q.free == nil {
-		t := reflect.TypeFor[T]()
-		p, ok := caches.Load(t)
-		if !ok {
-			p, _ = caches.LoadOrStore(t, new(sync.Pool))
-		}
-		q.free = p.(*sync.Pool)
+		q.free = spare.For[*segment[T]]()
 	}
 	return q.free
 }
@@ -134,7 +126,7 @@ func (q *Queue[T]) Free() {
 }
 
 func (q *Queue[T]) newSegment() *segment[T] {
-	if s, _ := q.cache().Get().(*segment[T]); s != nil {
+	if s, ok := q.cache().Get(); ok {
 		return s
 	}
 	var zero T

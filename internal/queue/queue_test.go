@@ -107,8 +107,8 @@ func TestPopClearsSlotsAndDrainedQueueKeepsOneSegment(t *testing.T) {
 	checkCleared("the head segment", q.head)
 	given := 0
 	for {
-		s, _ := q.free.Get().(*segment[*int])
-		if s == nil {
+		s, ok := q.free.Get()
+		if !ok {
 			break
 		}
 		given++
@@ -286,7 +286,7 @@ func TestDrainedSegmentsGoBackToTheCollector(t *testing.T) {
 	}
 	runtime.GC()
 	runtime.GC()
-	if s := q.cache().Get(); s != nil {
+	if _, ok := q.cache().Get(); ok {
 		t.Fatal("a drained segment is still kept for reuse after two collections")
 	}
 	if q.head != q.tail || q.head.next != nil {

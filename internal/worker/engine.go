@@ -8,7 +8,6 @@ package worker
 
 import (
 	"log/slog"
-	"reflect"
 	"runtime"
 	"runtime/debug"
 	"sync"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/crewgo/crew/internal/queue"
+	"github.com/crewgo/crew/internal/spare"
 )
 
 // Result says what became of a submission.
@@ -79,7 +79,7 @@ type Engine[T any] struct {
 	// crowded has said yes, and lowered without it once the yield returns.
 	yielding atomic.Int32
 
-	spares *sync.Pool // of *worker[T], shared by the engines of T: see newWorker
+	spares *spare.Pool[*worker[T]] // shared by the engines of T: see newWorker
 }
 
 // worker is one goroutine's parking spot. A submitter hands it a task by setting arg and
@@ -91,26 +91,17 @@ type worker[T any] struct {
 	idleSince time.Time
 }
 
-// spareWorkers holds, for each task type T, a sync.Pool of the *worker[T] that exited workers
-// left behind.
-var spareWorkers sync.Map // reflect.Type → *sync.Pool
-
 // New returns an Engine and starts cfg.MinWorkers workers.
 func New[T any](cfg Config[T]) *Engine[T] {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
-	}
-	t := reflect.TypeFor[T]()
-	spares, ok := spareWorkers.Load(t)
-	if !ok {
-		spares, _ = spareWorkers.LoadOrStore(t, new(sync.Pool))
 	}
 	e := &Engine[T]{
 		cfg:    cfg,
 		max:    cfg.MaxWorkers,
 		exited: make(chan struct{}),
 		done:   make(chan struct{}),
-		spares: spares.(*sync.Pool),
+		spares: spare.For[*worker[T]](),
 	}
 	if cfg.Start == nil && cfg.MinWorkers > 0 {
 		e.mu.Lock()
@@ -306,7 +297,7 @@ func (e *Engine[T]) start(first T) {
 // idle reaping, pond's workloads on a fresh pool of 200,000 workers) would otherwise allocate
 // it again for every worker they start. TestStartedWorkersReuseExitedWorkersSpots guards it.
 func (e *Engine[T]) newWorker() *worker[T] {
-	if w, _ := e.spares.Get().(*worker[T]); w != nil {
+	if w, ok := e.spares.Get(); ok {
 		return w
 	}
 	return &worker[T]{wake: make(chan struct{}, 1)}
