@@ -4,14 +4,14 @@
 // it never copies its contents, and a pool that queued a million tasks an hour ago does not
 // hold a million-slot array now.
 //
-// Drained segments go to a sync.Pool (internal/spare), and new segments come from it. A pool's backlog often
-// swings between empty and a few thousand tasks many times a second (a submitter that runs
-// ahead of its workers until it yields, then waits for them to catch up), and without reuse
-// every swing allocated its segments afresh: a million tiny tasks from one submitter allocated
-// 16 MB of segments, 16 bytes per task, all of it garbage within milliseconds. A sync.Pool
-// keeps no fixed number of spares: it holds what was given back since the last garbage
-// collections and drops the rest, so an idle queue's segments go back to the collector within
-// two collections (TestDrainedSegmentsGoBackToTheCollector).
+// Drained segments go to a sync.Pool (internal/spare), and new segments come from it. A pool's
+// backlog often swings between empty and a few thousand tasks many times a second (a submitter
+// that runs ahead of its workers until it yields, then waits for them to catch up), and
+// without reuse every swing allocated its segments afresh: a million tiny tasks from one
+// submitter allocated 16 MB of segments, 16 bytes per task, all of it garbage within
+// milliseconds. A sync.Pool keeps no fixed number of spares: it holds what was given back
+// since the last garbage collections and drops the rest, so an idle queue's segments go back
+// to the collector within two collections (TestDrainedSegmentsGoBackToTheCollector).
 //
 // Every queue of one element type shares that sync.Pool, so a queue made after another one
 // drained starts on its segments, and a stopped pool gives back with Free even the one segment
