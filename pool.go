@@ -117,7 +117,9 @@ func (p *Pool) Stop() {
 }
 
 // StopAndWait stops the pool as [Pool.Stop] does, then waits until every accepted task has
-// finished and every worker goroutine of the pool has exited.
+// finished and every worker goroutine of the pool has exited. That includes the tasks of its
+// sub-pools ([Pool.Sub]), which run on the pool's workers
+// (TestStopAndWaitWaitsForSubPoolTasks).
 func (p *Pool) StopAndWait() {
 	p.Stop()
 	<-p.core.e.Exited()
@@ -148,7 +150,8 @@ func (p *Pool) Stats() Stats { return statsOf(p.core.e.Counters()) }
 // time. Tasks of p and of all its sub-pools together never exceed p's limit, whatever the
 // sub-pool's own. A sub-pool has p's panic handler and an unbounded queue, and the full
 // [Pool] API: it can be resized, stopped (which leaves p and its other sub-pools working) and
-// have sub-pools of its own. Stopping p stops its sub-pools; their accepted tasks still run.
+// have sub-pools of its own. Stopping p stops its sub-pools; their accepted tasks still run, and
+// p's [Pool.StopAndWait] and [Pool.Shutdown] wait for them.
 // It panics if maxWorkers is less than 1.
 //
 // A sub-pool's worker is a task of p that runs the sub-pool's queued tasks one after another
@@ -162,6 +165,8 @@ func (p *Pool) Sub(maxWorkers int) *Pool {
 	ec.Start = func(first task) {
 		p.core.e.Forward(&subWorker{e: child.core.e, first: first})
 	}
+	p.core.e.Hold()
+	ec.Exited = p.core.e.Release
 	child.core.init(c, ec, nil)
 
 	p.mu.Lock()

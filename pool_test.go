@@ -580,6 +580,44 @@ func TestSubPoolSharesParentLimit(t *testing.T) {
 	}
 }
 
+// TestStopAndWaitWaitsForSubPoolTasks: a pool's StopAndWait returns only after every task its
+// sub-pools accepted has finished, those accepted while Stop ran included, and the pool's
+// counters are final by then. TestExitedWaitsForHeldSubPoolsForward (internal/worker) makes
+// the late case happen every time.
+func TestStopAndWaitWaitsForSubPoolTasks(t *testing.T) {
+	t.Parallel()
+	for round := range 300 {
+		p := crew.New(2, crew.WithIdleTimeout(0))
+		sub := p.Sub(2)
+		var ran, accepted atomic.Int64
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				for range 20 {
+					if sub.Submit(func() { ran.Add(1) }) == nil {
+						accepted.Add(1)
+					}
+				}
+			}()
+		}
+		close(start)
+		p.StopAndWait()
+		ranBefore, s := ran.Load(), p.Stats()
+		wg.Wait()
+		if got, want := ranBefore, accepted.Load(); got != want {
+			t.Fatalf("round %d: %d sub-pool tasks had run when StopAndWait returned, %d accepted",
+				round, got, want)
+		}
+		if s.Running != 0 || s.Completed != s.Submitted {
+			t.Fatalf("round %d: stats after StopAndWait: %+v", round, s)
+		}
+	}
+}
+
 func TestSubPoolLimitHolds(t *testing.T) {
 	t.Parallel()
 	p := crew.New(8)

@@ -42,6 +42,9 @@ type Config[T any] struct {
 	// exactly once on some goroutine. Sub-pools use it to run their workers as tasks of the
 	// parent. Such workers never park: they return when the queue is empty.
 	Start func(first T)
+	// Exited, when set, is called once the engine has stopped and its last goroutine is
+	// done, with the engine's lock held. A sub-pool uses it to release its parent (Release).
+	Exited func()
 	// Now is the clock used for idle reaping; nil means time.Now.
 	Now func() time.Time
 }
@@ -66,6 +69,7 @@ type Engine[T any] struct {
 	waking  int // handed a task or started, and not yet begun: see route
 	pending int // accepted and not yet finished: queued or running
 	reaping bool
+	holds   int // sub-pools not yet exited, which may still Forward tasks: see Hold
 	stopped bool
 
 	drained chan struct{} // closed when pending reaches 0; made on demand
@@ -516,17 +520,43 @@ func (e *Engine[T]) exit() {
 	e.checkExited()
 }
 
-// checkExited closes exited once the engine is stopped and has no goroutine left, and gives
-// the queue's last segment to the next queue of T. Callers hold e.mu.
+// checkExited closes exited once the engine is stopped and has no goroutine left and no
+// sub-pool holding it, after giving the queue's last segment to the next queue of T. Callers
+// hold e.mu.
 func (e *Engine[T]) checkExited() {
-	if e.stopped && e.workers == 0 && !e.reaping {
+	if e.stopped && e.workers == 0 && !e.reaping && e.holds == 0 {
 		select {
 		case <-e.exited:
 		default:
-			close(e.exited)
 			e.queue.Free()
+			close(e.exited)
+			if e.cfg.Exited != nil {
+				e.cfg.Exited()
+			}
 		}
 	}
+}
+
+// Hold keeps the engine from counting as exited until a matching Release. A sub-pool holds
+// its parent from its creation until it has exited itself: until then it may Forward tasks to
+// the parent, also after the parent stopped and its last worker exited, and the parent's
+// Exited must wait for those.
+//
+// Lock order: Release is called with the sub-pool's lock held (Config.Exited) and takes the
+// parent's, and no code takes a sub-pool's lock while it holds its parent's. Tested by
+// TestExitedWaitsForHeldSubPoolsForward.
+func (e *Engine[T]) Hold() {
+	e.mu.Lock()
+	e.holds++
+	e.mu.Unlock()
+}
+
+// Release ends a Hold.
+func (e *Engine[T]) Release() {
+	e.mu.Lock()
+	e.holds--
+	e.checkExited()
+	e.mu.Unlock()
 }
 
 // dismiss tells the idle workers in ws to exit. Callers hold e.mu and wake them after

@@ -474,3 +474,46 @@ func TestStartedWorkersReuseExitedWorkersSpots(t *testing.T) {
 		t.Fatalf("%d tasks ran in %d engines of %d workers, want %d", got, attempts, workers, want)
 	}
 }
+
+// TestExitedWaitsForHeldSubPoolsForward: an engine that a sub-pool holds (Hold) does not count
+// as exited while the sub-pool may still forward it a task, even once it has stopped and has no
+// worker left; the late task runs, and Exited closes after it has finished.
+func TestExitedWaitsForHeldSubPoolsForward(t *testing.T) {
+	var ran atomic.Int64
+	parent := New(Config[func()]{Run: func(f func()) { f() }, MaxWorkers: 1, PanicHandler: noPanic})
+	gate := make(chan struct{})
+	var child *Engine[int]
+	parent.Hold()
+	child = New(Config[int]{
+		Run:          func(int) { ran.Add(1) },
+		MaxWorkers:   1,
+		PanicHandler: noPanic,
+		Start: func(first int) {
+			<-gate // the sub-pool's worker reaches the parent late, after it stopped
+			parent.Forward(func() { child.Serve(first) })
+		},
+		Exited: parent.Release,
+	})
+	submitted := make(chan Result)
+	go func() { submitted <- child.Submit(1, true, nil) }()
+	waitUntil(t, "the sub-pool's task accepted", func() bool { return child.Counters().Submitted == 1 })
+	parent.Stop()
+	child.Stop()
+	select {
+	case <-parent.Exited():
+		t.Fatal("the parent exited while its sub-pool could still forward a task to it")
+	default:
+	}
+	close(gate)
+	if r := <-submitted; r != Accepted {
+		t.Fatalf("Submit = %v, want Accepted", r)
+	}
+	<-child.Exited()
+	<-parent.Exited()
+	if n := ran.Load(); n != 1 {
+		t.Fatalf("the sub-pool's task ran %d times, want 1", n)
+	}
+	if c := parent.Counters(); c.Workers != 0 || c.Completed != c.Submitted || c.Submitted != 1 {
+		t.Fatalf("parent counters after Exited: %+v, want 1 task submitted and completed, no worker", c)
+	}
+}
