@@ -28,8 +28,9 @@
 //
 // [Pool.Wait] waits for the tasks accepted so far and leaves the pool usable. [Pool.Stop]
 // stops accepting tasks and returns at once; [Pool.StopAndWait] also waits for every accepted
-// task and worker, its sub-pools' included; [Pool.Shutdown] waits until a context ends. [Pool.Resize] changes the limit
-// while tasks run. [Pool.Stats] gives a consistent snapshot of the counters.
+// task and worker, its sub-pools' included; [Pool.Shutdown] waits until a context ends.
+// [Pool.Resize] changes the limit while tasks run. [Pool.Stats] gives a consistent snapshot of
+// the counters.
 //
 // # Panics
 //
