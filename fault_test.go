@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/crewgo/crew"
+	"github.com/crewgo/crew/internal/racetest"
 )
 
 // The fault cases: a pool used badly still ends in a clear, documented state.
@@ -252,7 +253,7 @@ func TestResizeToOneUnderFullLoadLosesNothingAndHoldsTheLimit(t *testing.T) {
 // StopAndWait returns once all have run, and the queue's memory is given back.
 func TestStopWithMillionQueuedTasksRunsThemAll(t *testing.T) {
 	n := 1 << 20
-	if testing.Short() || raceEnabled {
+	if testing.Short() || racetest.Enabled {
 		n = 100_000
 	}
 	p := crew.New(1)

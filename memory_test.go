@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/crewgo/crew"
+	"github.com/crewgo/crew/internal/racetest"
 )
 
 // heapInUse returns the live heap after a full collection.
@@ -22,7 +23,7 @@ func heapInUse() uint64 {
 // slower tasks make heap figures meaningless; CI also runs the package without it.
 func skipMemoryUnderRace(t *testing.T) {
 	t.Helper()
-	if raceEnabled {
+	if racetest.Enabled {
 		t.Skip("heap figures are meaningless under the race detector; run without -race")
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/crewgo/crew"
+	"github.com/crewgo/crew/internal/racetest"
 	"go.uber.org/goleak"
 )
 
@@ -815,9 +816,7 @@ func TestSubmitAllocatesNothingBeyondTheClosure(t *testing.T) {
 // again (here 10,000 tasks queued behind a held worker, then released) reuses the queue's
 // memory, so Submit still allocates nothing once the first backlog has formed.
 func TestSubmitAllocatesNothingWhileABacklogSwings(t *testing.T) {
-	if raceEnabled {
-		t.Skip("sync.Pool drops a share of what it is given under the race detector")
-	}
+	racetest.SkipPoolReuse(t)
 	const backlog = 10_000
 	p := crew.New(1, crew.WithMinWorkers(1))
 	defer p.StopAndWait()
@@ -852,9 +851,7 @@ func TestSubmitAllocatesNothingWhileABacklogSwings(t *testing.T) {
 // its backlog on the memory the stopped pool's backlog held, so a pool that queues 10,000
 // tasks allocates no more than one that queues none.
 func TestNewPoolReusesQueueMemoryOfAStoppedOne(t *testing.T) {
-	if raceEnabled {
-		t.Skip("sync.Pool drops a share of what it is given under the race detector")
-	}
+	racetest.SkipPoolReuse(t)
 	var n atomic.Int64
 	task := func() { n.Add(1) }
 	life := func(backlog int) func() {

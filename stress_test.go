@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/crewgo/crew"
+	"github.com/crewgo/crew/internal/racetest"
 )
 
 var stressDuration = flag.Duration("stress.duration", 2*time.Second,
@@ -21,7 +22,7 @@ var stressDuration = flag.Duration("stress.duration", 2*time.Second,
 // -short and the race detector scale the counts down; the checks stay the same.
 func stressSize() (submitters, perSubmitter int) {
 	submitters, perSubmitter = 64, 10000
-	if raceEnabled {
+	if racetest.Enabled {
 		perSubmitter = 1000
 	}
 	if testing.Short() {
@@ -576,7 +577,7 @@ func TestStressInvokeRunsEachArgumentExactlyOnce(t *testing.T) {
 // function ran exactly once, and otherwise the error is the pool's refusal.
 func TestStressGroupRunsEachFunctionAtMostOnce(t *testing.T) {
 	groups, perGroup := 16, 2000
-	if raceEnabled {
+	if racetest.Enabled {
 		perGroup = 400
 	}
 	if testing.Short() {

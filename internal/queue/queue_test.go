@@ -4,6 +4,8 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"testing"
+
+	"github.com/crewgo/crew/internal/racetest"
 )
 
 // modelQueue drives a Queue[int] and a slice side by side and fails the test as soon as the
@@ -117,7 +119,7 @@ func TestPopClearsSlotsAndDrainedQueueKeepsOneSegment(t *testing.T) {
 		}
 		checkCleared("a segment given back", s)
 	}
-	if given == 0 && !raceEnabled {
+	if given == 0 && !racetest.Enabled {
 		t.Fatal("the drained segments were not given back for reuse")
 	}
 }
@@ -152,7 +154,7 @@ func TestSegmentsHaveSaneLength(t *testing.T) {
 // TestSteadyPushPopDoesNotAllocate: a queue that keeps crossing a segment boundary reuses the
 // segment it gave back instead of allocating.
 func TestSteadyPushPopDoesNotAllocate(t *testing.T) {
-	skipReuseUnderRace(t)
+	racetest.SkipPoolReuse(t)
 	var q Queue[int]
 	for i := range 600 {
 		q.Push(i)
@@ -174,7 +176,7 @@ func TestSteadyPushPopDoesNotAllocate(t *testing.T) {
 // values, as a pool's backlog does when its submitter runs ahead of the workers and then waits,
 // reuses the segments of one swing in the next instead of allocating them again.
 func TestSwingingQueueReusesSegments(t *testing.T) {
-	skipReuseUnderRace(t)
+	racetest.SkipPoolReuse(t)
 	var q Queue[any]
 	const swing = 20_000 // about 80 segments of interface values
 	fill := func() {
@@ -194,7 +196,7 @@ func TestSwingingQueueReusesSegments(t *testing.T) {
 // TestNewQueueReusesSegmentsOfADrainedOne: a queue made after another of its element type
 // drained and was freed (Free) starts on the other queue's segments instead of allocating.
 func TestNewQueueReusesSegmentsOfADrainedOne(t *testing.T) {
-	skipReuseUnderRace(t)
+	racetest.SkipPoolReuse(t)
 	type task struct{ id int } // a type no other test queues
 	const backlog = 10_000     // about 40 segments
 	const runs = 100
@@ -240,15 +242,6 @@ func TestFreeKeepsValuesAndQueueUsable(t *testing.T) {
 	q.Push(7)
 	if v, ok := q.Peek(); !ok || v != 7 || q.Len() != 1 {
 		t.Fatalf("Peek after Free and Push = %d, %v, Len %d; want 7, true, 1", v, ok, q.Len())
-	}
-}
-
-// skipReuseUnderRace skips a test of segment reuse under the race detector, where sync.Pool
-// drops a share of the segments given back.
-func skipReuseUnderRace(t *testing.T) {
-	t.Helper()
-	if raceEnabled {
-		t.Skip("sync.Pool drops items at random under the race detector")
 	}
 }
 

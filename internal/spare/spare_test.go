@@ -3,6 +3,8 @@ package spare
 import (
 	"runtime"
 	"testing"
+
+	"github.com/crewgo/crew/internal/racetest"
 )
 
 type a struct{ _ int }
@@ -28,9 +30,7 @@ func TestGetReturnsWhatWasPut(t *testing.T) {
 	if v, ok := p.Get(); ok {
 		t.Fatalf("Get from an empty pool = %v, true", v)
 	}
-	if raceEnabled {
-		t.Skip("sync.Pool drops items at random under the race detector")
-	}
+	racetest.SkipPoolReuse(t)
 	want := &c{7}
 	p.Put(want)
 	if got, ok := p.Get(); !ok || got != want {

@@ -1,6 +1,0 @@
-//go:build !race
-
-package queue
-
-// raceEnabled reports whether the tests run under the race detector; see race_test.go.
-const raceEnabled = false

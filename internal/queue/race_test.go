@@ -1,7 +1,0 @@
-//go:build race
-
-package queue
-
-// raceEnabled reports whether the tests run under the race detector. Under it sync.Pool drops
-// a share of what it is given, on purpose, so the tests of segment reuse skip.
-const raceEnabled = true
