@@ -10,7 +10,7 @@ const bufferedQueue = 1024
 //   - chan-unbuffered: workers goroutines reading an unbuffered channel.
 //   - chan-buffered: the same with a channel of bufferedQueue slots.
 func init() {
-	register(Contender{Name: "goroutines", New: func(int) Runner { return new(goroutines) }})
+	register(Contender{Name: "goroutines", Kind: Unbounded, New: func(int) Runner { return new(goroutines) }})
 	register(Contender{Name: "chan-unbuffered", New: func(workers int) Runner {
 		return newChanWorkers(workers, 0)
 	}})

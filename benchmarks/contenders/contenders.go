@@ -36,10 +36,28 @@ type Static interface {
 type Contender struct {
 	// Name is the last element of a benchmark's name, e.g. "crew" or "ants-func".
 	Name string
+	// Kind says what the contender stands for in the tables.
+	Kind Kind
 	// New starts a runner that runs at most workers tasks at a time (baselines without a
 	// limit ignore it).
 	New func(workers int) Runner
 }
+
+// Kind sorts the contenders for the tables.
+type Kind uint8
+
+const (
+	// Bounded is a pool that runs at most workers tasks at a time: crew's peers and the
+	// channel baselines.
+	Bounded Kind = iota
+	// Crew is crew itself, bounded too: its Pool and its FuncPool.
+	Crew
+	// Unbounded runs every task at once, whatever the limit: the goroutine per task.
+	Unbounded
+	// Floor is not a pool but a measure of what the work costs with none in the way: the
+	// static floor and inline. The faster of the two in a scenario is its floor.
+	Floor
+)
 
 // Reference is the name of the contender that ratios are computed against.
 const Reference = "crew"
@@ -52,6 +70,7 @@ var All []Contender
 var order = []string{
 	"crew", "crew-func", "ants", "ants-func", "pond", "pond-v2", "workerpool", "conc",
 	"errgroup", "gopool", "goroutines", "chan-unbuffered", "chan-buffered", "static-floor",
+	Inline,
 }
 
 // register inserts c into All at its place in order; each adapter file calls it from an init

@@ -5,10 +5,10 @@ import "github.com/crewgo/crew"
 // crew.Pool: a task is a func(). crew.FuncPool: every task is an argument of one function; here
 // the argument is the task itself, so the typed path carries exactly the same work.
 func init() {
-	register(Contender{Name: "crew", New: func(workers int) Runner {
+	register(Contender{Name: "crew", Kind: Crew, New: func(workers int) Runner {
 		return crewPool{crew.New(workers)}
 	}})
-	register(Contender{Name: "crew-func", New: func(workers int) Runner {
+	register(Contender{Name: "crew-func", Kind: Crew, New: func(workers int) Runner {
 		return crewFunc{crew.NewFunc(workers, func(task func()) { task() })}
 	}})
 }

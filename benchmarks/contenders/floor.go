@@ -10,7 +10,7 @@ import (
 // no queue and no hand-off per task. It is what the work costs on that many goroutines with
 // every scheduling decision made up front: a reference for the pools, not a pool.
 func init() {
-	register(Contender{Name: "static-floor", New: newFloor})
+	register(Contender{Name: "static-floor", Kind: Floor, New: newFloor})
 }
 
 type floor struct {

@@ -35,6 +35,14 @@ func isStatic(c contenders.Contender) bool {
 	return ok
 }
 
+// skipInline reports whether c is the inline reference and the workload one it cannot stand
+// for: a task that sleeps, whose sleeps its submitters would wait out one after another where
+// workers overlap them, or more submitters than workers, which would run more tasks at once
+// than the limit allows.
+func skipInline(c contenders.Contender, sleeps bool, submitters, workers int) bool {
+	return c.Name == contenders.Inline && (sleeps || submitters > workers)
+}
+
 // tally counts the calls of a task, for the check every benchmark makes that each task really
 // ran.
 type tally struct{ ran atomic.Int64 }

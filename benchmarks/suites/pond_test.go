@@ -31,22 +31,27 @@ func pondLoads() []struct {
 
 // pondTasks are pond's two tasks: an I/O-like sleep and a tiny computation.
 var pondTasks = []struct {
-	name string
-	task func()
+	name   string
+	task   func()
+	sleeps bool
 }{
-	{"sleep10ms", func() { time.Sleep(10 * time.Millisecond) }},
-	{"randfloat", func() { _ = rand.Float64() }},
+	{"sleep10ms", func() { time.Sleep(10 * time.Millisecond) }, true},
+	{"randfloat", func() { _ = rand.Float64() }, false},
 }
 
 // BenchmarkPond reruns alitto/pond's comparison: for each workload and task, a fresh pool of
 // 200,000 workers (its creation is measured) runs every task of every user. The static floor
-// runs only the workloads without pauses, which it cannot take part in.
+// runs only the workloads without pauses, which it cannot take part in; inline only the
+// rand.Float64 task, and not with more users than workers (see skipInline).
 func BenchmarkPond(b *testing.B) {
 	workers := shrink(pondWorkers, 1000)
 	for _, w := range pondLoads() {
 		for _, t := range pondTasks {
 			for _, c := range contenders.All {
 				if w.load.interval > 0 && isStatic(c) {
+					continue
+				}
+				if skipInline(c, t.sleeps, w.load.users, workers) {
 					continue
 				}
 				b.Run("load="+w.name+"/task="+t.name+"/pool="+c.Name, func(b *testing.B) {

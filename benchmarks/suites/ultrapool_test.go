@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"fmt"
+	"runtime"
 	"testing"
 	"time"
 
@@ -40,13 +41,14 @@ func encryptCBC(plain []byte) []byte {
 
 // ultrapoolTasks are ultrapool's four tasks.
 var ultrapoolTasks = []struct {
-	name string
-	task func()
+	name   string
+	task   func()
+	sleeps bool
 }{
-	{"sleep1us", func() { time.Sleep(time.Microsecond) }},
-	{"sha256-1kB", func() { _ = sha256.Sum256(plain1k) }},
-	{"aescbc-1kB", func() { _ = encryptCBC(plain1k) }},
-	{"aescbc-8kB", func() { _ = encryptCBC(plain8k) }},
+	{"sleep1us", func() { time.Sleep(time.Microsecond) }, true},
+	{"sha256-1kB", func() { _ = sha256.Sum256(plain1k) }, false},
+	{"aescbc-1kB", func() { _ = encryptCBC(plain1k) }, false},
+	{"aescbc-8kB", func() { _ = encryptCBC(plain8k) }, false},
 }
 
 // ultrapoolParallelism is b.SetParallelism's argument: submitters per GOMAXPROCS.
@@ -54,13 +56,14 @@ var ultrapoolParallelism = []int{1, 10, 50, 100}
 
 // BenchmarkUltrapool reruns maurice2k/ultrapool's comparison: b.RunParallel goroutines submit
 // one task per iteration to a pool made before the clock starts; the clock stops once every
-// task has run. The static floor takes no part: the submitters are the workload.
+// task has run. The static floor takes no part: the submitters are the workload. Inline takes
+// part with the tasks that do not sleep (see skipInline).
 func BenchmarkUltrapool(b *testing.B) {
 	workers := shrink(ultrapoolWorkers, 100)
 	for _, t := range ultrapoolTasks {
 		for _, par := range ultrapoolParallelism {
 			for _, c := range contenders.All {
-				if isStatic(c) {
+				if isStatic(c) || skipInline(c, t.sleeps, par*runtime.GOMAXPROCS(0), workers) {
 					continue
 				}
 				b.Run(fmt.Sprintf("task=%s/par=%d/pool=%s", t.name, par, c.Name), func(b *testing.B) {

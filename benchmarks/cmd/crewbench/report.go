@@ -133,14 +133,29 @@ func summary(values []float64) benchmath.Summary {
 // ratio is a contender's median time over crew's, and whether the difference between the
 // two samples is significant.
 func (sc *scenario) ratio(name string) (r float64, significant, ok bool) {
-	c, ref := sc.cells[name], sc.cells[contenders.Reference]
-	if c == nil || ref == nil || len(c.time) == 0 || len(ref.time) == 0 {
+	return sc.ratioTo(name, contenders.Reference)
+}
+
+// ratioTo is a contender's median time over the median time of the contender named ref, and
+// whether the difference between the two samples is significant.
+func (sc *scenario) ratioTo(name, ref string) (r float64, significant, ok bool) {
+	c, rc := sc.cells[name], sc.cells[ref]
+	if c == nil || rc == nil {
 		return 0, false, false
 	}
-	r = summary(c.time).Center / summary(ref.time).Center
+	return ratioOf(c.time, rc.time)
+}
+
+// ratioOf is the median of times over the median of ref, and whether the U test finds the
+// two samples different.
+func ratioOf(times, ref []float64) (r float64, significant, ok bool) {
+	if len(times) == 0 || len(ref) == 0 {
+		return 0, false, false
+	}
+	r = summary(times).Center / summary(ref).Center
 	cmp := benchmath.AssumeNothing.Compare(
-		benchmath.NewSample(slices.Clone(c.time), &benchmath.DefaultThresholds),
-		benchmath.NewSample(slices.Clone(ref.time), &benchmath.DefaultThresholds))
+		benchmath.NewSample(slices.Clone(times), &benchmath.DefaultThresholds),
+		benchmath.NewSample(slices.Clone(ref), &benchmath.DefaultThresholds))
 	if cmp.N1 < minTested || cmp.N2 < minTested {
 		return r, true, true // too few samples to test: shown without a mark
 	}
@@ -304,6 +319,8 @@ func (sr *suiteResult) markdown(names []string) string {
 		b.WriteString("\n")
 	}
 
+	b.WriteString(sr.floorTable(present))
+
 	b.WriteString("\n<details><summary>Time, memory and allocations per contender</summary>\n\n")
 	b.WriteString("| scenario | contender | n | time/op | range | B/op | allocs/op | × crew |\n|---|---|--:|--:|--:|--:|--:|--:|\n")
 	for _, sc := range sr.scenarios {
@@ -323,6 +340,66 @@ func (sr *suiteResult) markdown(names []string) string {
 	}
 	b.WriteString("\n</details>\n\n")
 	return b.String()
+}
+
+// floorTable is the suite's table of times against each scenario's floor, for the contenders
+// in present, or nothing when no floor contender ran any scenario.
+func (sr *suiteResult) floorTable(present []string) string {
+	var rows strings.Builder
+	for _, sc := range sr.scenarios {
+		floor, ok := sc.fastest(present, contenders.Floor)
+		if !ok {
+			continue
+		}
+		cell := func(name string) string {
+			r, sig, ok := sc.ratioTo(name, floor)
+			if !ok {
+				return ""
+			}
+			return fmtRatio(r, sig)
+		}
+		fmt.Fprintf(&rows, "| %s | %s, %s | %s | %s |", sc.name, floor, fmtTime(summary(sc.cells[floor].time).Center),
+			cell(contenders.Reference), cell("crew-func"))
+		if peer, ok := sc.fastest(present, contenders.Bounded); ok {
+			fmt.Fprintf(&rows, " %s %s |", peer, cell(peer))
+		} else {
+			rows.WriteString(" |")
+		}
+		rows.WriteString("\n")
+	}
+	if rows.Len() == 0 {
+		return ""
+	}
+	return "\nTime as a multiple of the floor's, the faster of static-floor and inline in each scenario: " +
+		"what the work costs with no pool in the way. A contender at 1.10 leaves any pool at most 9% of its " +
+		"time to save (1 − 1/1.10); `~` marks a time not significantly different from the floor's.\n\n" +
+		"| scenario | floor | crew | crew-func | fastest bounded peer |\n|---|---|--:|--:|---|\n" + rows.String()
+}
+
+// fastest returns the contender of the given kind, among present, with the lowest median time
+// in the scenario; ok is false when none of that kind ran it.
+func (sc *scenario) fastest(present []string, kind contenders.Kind) (name string, ok bool) {
+	best := 0.0
+	for _, n := range present {
+		c := sc.cells[n]
+		if c == nil || len(c.time) == 0 || kindOf(n) != kind {
+			continue
+		}
+		if t := summary(c.time).Center; !ok || t < best {
+			name, best, ok = n, t, true
+		}
+	}
+	return name, ok
+}
+
+// kindOf returns the kind of the contender called name.
+func kindOf(name string) contenders.Kind {
+	for _, c := range contenders.All {
+		if c.Name == name {
+			return c.Kind
+		}
+	}
+	return contenders.Bounded
 }
 
 // spread is the range of the samples, max - min, as a percentage of their median: with a

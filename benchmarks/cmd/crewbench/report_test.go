@@ -119,3 +119,38 @@ func TestPublishFromRawWritesRawBeside(t *testing.T) {
 		t.Errorf("raw.txt changed when analyzed in place (err %v)", err)
 	}
 }
+
+// TestFloorTableTakesFasterReferenceAndFastestBoundedPeer checks the table of times against the
+// floor: the floor is the faster of static-floor and inline, the fastest peer is chosen among
+// the bounded pools only (not crew's own pools, nor the goroutine per task), and a suite that
+// no floor contender ran has no such table.
+func TestFloorTableTakesFasterReferenceAndFastestBoundedPeer(t *testing.T) {
+	o := taskqOptions(t)
+	o.contenders = []string{"crew", "crew-func", "ants", "pond", "goroutines", "static-floor", "inline"}
+	raw := rawTaskQ(map[string][]float64{
+		"crew":         {110, 111, 109, 112, 110},
+		"crew-func":    {100, 101, 99, 102, 100}, // faster than every peer: not a peer
+		"goroutines":   {50, 51, 49, 52, 50},     // unbounded: not a peer
+		"ants":         {150, 151, 149, 152, 150},
+		"pond":         {120, 121, 119, 122, 120},
+		"static-floor": {120, 121, 119, 122, 120}, // slower than inline: not the floor
+		"inline":       {100, 100, 101, 99, 100},
+	})
+	rep, err := analyze(raw, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := rep.markdown()
+	want := "| NumCPU/json | inline, 100.0ns | 1.10 | ~1.00 | pond 1.20 |"
+	if !strings.Contains(md, want) {
+		t.Errorf("floor table lacks %q:\n%s", want, md)
+	}
+
+	o.contenders = []string{"crew", "ants"}
+	if rep, err = analyze(raw, o); err != nil {
+		t.Fatal(err)
+	}
+	if md := rep.markdown(); strings.Contains(md, "multiple of the floor") {
+		t.Errorf("floor table without a floor contender:\n%s", md)
+	}
+}
