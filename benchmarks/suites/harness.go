@@ -35,12 +35,13 @@ func isStatic(c contenders.Contender) bool {
 	return ok
 }
 
-// skipInline reports whether c is the inline reference and the workload one it cannot stand
-// for: a task that sleeps, whose sleeps its submitters would wait out one after another where
-// workers overlap them, or more submitters than workers, which would run more tasks at once
-// than the limit allows.
-func skipInline(c contenders.Contender, sleeps bool, submitters, workers int) bool {
-	return c.Name == contenders.Inline && (sleeps || submitters > workers)
+// skipInline reports whether c is the inline reference and the task one that sleeps: one
+// submitter would wait out such tasks one after another, where a pool's workers overlap them.
+// A task that only computes holds a processor while it runs, so however many goroutines
+// submit, no more such tasks run on them at once than there are processors, and every limit
+// in these suites is at least GOMAXPROCS.
+func skipInline(c contenders.Contender, sleeps bool) bool {
+	return c.Name == contenders.Inline && sleeps
 }
 
 // tally counts the calls of a task, for the check every benchmark makes that each task really

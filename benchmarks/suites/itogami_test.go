@@ -15,7 +15,7 @@ func BenchmarkItogami(b *testing.B) {
 	l := load{users: 1, perUser: shrink(1_000_000, 1000)}
 	sleep := func() { time.Sleep(10 * time.Millisecond) }
 	for _, c := range contenders.All {
-		if skipInline(c, true, l.users, workers) {
+		if skipInline(c, true) {
 			continue
 		}
 		b.Run("load=1Mt-50Kw/task=sleep10ms/pool="+c.Name, func(b *testing.B) {

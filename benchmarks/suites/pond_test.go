@@ -42,7 +42,7 @@ var pondTasks = []struct {
 // BenchmarkPond reruns alitto/pond's comparison: for each workload and task, a fresh pool of
 // 200,000 workers (its creation is measured) runs every task of every user. The static floor
 // runs only the workloads without pauses, which it cannot take part in; inline only the
-// rand.Float64 task, and not with more users than workers (see skipInline).
+// rand.Float64 task (see skipInline).
 func BenchmarkPond(b *testing.B) {
 	workers := shrink(pondWorkers, 1000)
 	for _, w := range pondLoads() {
@@ -51,7 +51,7 @@ func BenchmarkPond(b *testing.B) {
 				if w.load.interval > 0 && isStatic(c) {
 					continue
 				}
-				if skipInline(c, t.sleeps, w.load.users, workers) {
+				if skipInline(c, t.sleeps) {
 					continue
 				}
 				b.Run("load="+w.name+"/task="+t.name+"/pool="+c.Name, func(b *testing.B) {

@@ -41,7 +41,7 @@ func BenchmarkTaskQ(b *testing.B) {
 	workers := runtime.NumCPU()
 	for _, t := range taskqTasks {
 		for _, c := range contenders.All {
-			if skipInline(c, t.sleeps, 1, workers) {
+			if skipInline(c, t.sleeps) {
 				continue
 			}
 			b.Run("workers=NumCPU/task="+t.name+"/pool="+c.Name, func(b *testing.B) {

@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"fmt"
-	"runtime"
 	"testing"
 	"time"
 
@@ -63,7 +62,7 @@ func BenchmarkUltrapool(b *testing.B) {
 	for _, t := range ultrapoolTasks {
 		for _, par := range ultrapoolParallelism {
 			for _, c := range contenders.All {
-				if isStatic(c) || skipInline(c, t.sleeps, par*runtime.GOMAXPROCS(0), workers) {
+				if isStatic(c) || skipInline(c, t.sleeps) {
 					continue
 				}
 				b.Run(fmt.Sprintf("task=%s/par=%d/pool=%s", t.name, par, c.Name), func(b *testing.B) {
