@@ -372,7 +372,9 @@ func (sr *suiteResult) floorTable(present []string) string {
 	}
 	return "\nTime as a multiple of the floor's, the faster of static-floor and inline in each scenario: " +
 		"what the work costs with no pool in the way. A contender at 1.10 leaves any pool at most 9% of its " +
-		"time to save (1 − 1/1.10); `~` marks a time not significantly different from the floor's.\n\n" +
+		"time to save (1 − 1/1.10). With tasks that sleep, a pool that runs them on fewer goroutines than " +
+		"the static floor's can take less time than it; `~` marks a time not significantly different " +
+		"from the floor's.\n\n" +
 		"| scenario | floor | crew | crew-func | fastest bounded peer |\n|---|---|--:|--:|---|\n" + rows.String()
 }
 
