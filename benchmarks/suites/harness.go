@@ -35,6 +35,14 @@ func isStatic(c contenders.Contender) bool {
 	return ok
 }
 
+// namedTask is one of a suite's tasks: its name in the benchmark's name, the task, and whether
+// it sleeps (see skipInline).
+type namedTask struct {
+	name   string
+	task   func()
+	sleeps bool
+}
+
 // skipInline reports whether c is the inline reference and the task one that sleeps: one
 // submitter would wait out such tasks one after another, where a pool's workers overlap them.
 // A task that only computes holds a processor while it runs, so however many goroutines

@@ -30,11 +30,7 @@ func pondLoads() []struct {
 }
 
 // pondTasks are pond's two tasks: an I/O-like sleep and a tiny computation.
-var pondTasks = []struct {
-	name   string
-	task   func()
-	sleeps bool
-}{
+var pondTasks = []namedTask{
 	{"sleep10ms", func() { time.Sleep(10 * time.Millisecond) }, true},
 	{"randfloat", func() { _ = rand.Float64() }, false},
 }

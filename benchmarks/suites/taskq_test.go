@@ -20,11 +20,7 @@ func unmarshalSmallJSON() {
 }
 
 // taskqTasks are TaskQ's tasks: CPU, I/O then CPU, and I/O of four lengths.
-var taskqTasks = []struct {
-	name   string
-	task   func()
-	sleeps bool
-}{
+var taskqTasks = []namedTask{
 	{"json", unmarshalSmallJSON, false},
 	{"sleep50ms-json", func() { time.Sleep(50 * time.Millisecond); unmarshalSmallJSON() }, true},
 	{"sleep1us", func() { time.Sleep(time.Microsecond) }, true},

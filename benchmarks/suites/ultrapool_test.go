@@ -39,11 +39,7 @@ func encryptCBC(plain []byte) []byte {
 }
 
 // ultrapoolTasks are ultrapool's four tasks.
-var ultrapoolTasks = []struct {
-	name   string
-	task   func()
-	sleeps bool
-}{
+var ultrapoolTasks = []namedTask{
 	{"sleep1us", func() { time.Sleep(time.Microsecond) }, true},
 	{"sha256-1kB", func() { _ = sha256.Sum256(plain1k) }, false},
 	{"aescbc-1kB", func() { _ = encryptCBC(plain1k) }, false},

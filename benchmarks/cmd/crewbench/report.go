@@ -137,25 +137,16 @@ func (sc *scenario) ratio(name string) (r float64, significant, ok bool) {
 }
 
 // ratioTo is a contender's median time over the median time of the contender named ref, and
-// whether the difference between the two samples is significant.
+// whether the U test finds the two samples different.
 func (sc *scenario) ratioTo(name, ref string) (r float64, significant, ok bool) {
 	c, rc := sc.cells[name], sc.cells[ref]
-	if c == nil || rc == nil {
+	if c == nil || rc == nil || len(c.time) == 0 || len(rc.time) == 0 {
 		return 0, false, false
 	}
-	return ratioOf(c.time, rc.time)
-}
-
-// ratioOf is the median of times over the median of ref, and whether the U test finds the
-// two samples different.
-func ratioOf(times, ref []float64) (r float64, significant, ok bool) {
-	if len(times) == 0 || len(ref) == 0 {
-		return 0, false, false
-	}
-	r = summary(times).Center / summary(ref).Center
+	r = summary(c.time).Center / summary(rc.time).Center
 	cmp := benchmath.AssumeNothing.Compare(
-		benchmath.NewSample(slices.Clone(times), &benchmath.DefaultThresholds),
-		benchmath.NewSample(slices.Clone(ref), &benchmath.DefaultThresholds))
+		benchmath.NewSample(slices.Clone(c.time), &benchmath.DefaultThresholds),
+		benchmath.NewSample(slices.Clone(rc.time), &benchmath.DefaultThresholds))
 	if cmp.N1 < minTested || cmp.N2 < minTested {
 		return r, true, true // too few samples to test: shown without a mark
 	}
@@ -394,7 +385,8 @@ func (sc *scenario) fastest(present []string, kind contenders.Kind) (name string
 	return name, ok
 }
 
-// kindOf returns the kind of the contender called name.
+// kindOf returns the kind of the contender called name; a name that contenders.All lacks (from
+// an older raw file) counts as a bounded pool.
 func kindOf(name string) contenders.Kind {
 	for _, c := range contenders.All {
 		if c.Name == name {
