@@ -12,7 +12,9 @@ type Stats struct {
 	// MaxWorkers is the current worker limit.
 	MaxWorkers int
 	// Running is the number of workers running a task. For a sub-pool it also counts workers
-	// that wait for one of the parent's.
+	// that wait for one of the parent's. A worker that has finished a task counts as running
+	// until it has taken the next one or parked, which it does after yielding its processor
+	// once.
 	Running int
 	// Idle is the number of workers alive and waiting for a task.
 	Idle int

@@ -517,3 +517,105 @@ func TestExitedWaitsForHeldSubPoolsForward(t *testing.T) {
 		t.Fatalf("parent counters after Exited: %+v, want 1 task submitted and completed, no worker", c)
 	}
 }
+
+// lingerOnce replaces lingerYield until the test ends: the first linger calls during, later
+// ones just yield.
+func lingerOnce(t *testing.T, during func()) {
+	var once sync.Once
+	saved := lingerYield
+	t.Cleanup(func() { lingerYield = saved })
+	lingerYield = func() {
+		once.Do(during)
+		runtime.Gosched()
+	}
+}
+
+// TestLingeringWorkerTakesTasksQueuedMeanwhile: a task submitted while a worker lingers is
+// queued for it rather than handed to a parked worker, the lingering worker takes it instead
+// of parking, and passes the next queued task on to a parked worker rather than leaving it
+// behind its own.
+func TestLingeringWorkerTakesTasksQueuedMeanwhile(t *testing.T) {
+	thirdRan := make(chan struct{})
+	var ran sync.Map
+	var e *Engine[int]
+	e = New(Config[int]{
+		Run: func(i int) {
+			ran.Store(i, true)
+			switch i {
+			case 2:
+				// The worker that took 2 cannot run 3 until 2 returns: 3 must be on another.
+				select {
+				case <-thirdRan:
+				case <-time.After(5 * time.Second):
+					t.Error("task 3 was left queued behind task 2")
+				}
+			case 3:
+				close(thirdRan)
+			}
+		},
+		MaxWorkers:   2,
+		MinWorkers:   2,
+		IdleTimeout:  time.Minute,
+		PanicHandler: noPanic,
+	})
+	var during Counters
+	lingerOnce(t, func() {
+		for i := 2; i <= 3; i++ {
+			if r := e.Submit(i, false, nil); r != Accepted {
+				t.Errorf("Submit(%d) while a worker lingers = %v", i, r)
+			}
+		}
+		during = e.Counters()
+	})
+	if r := e.Submit(1, false, nil); r != Accepted {
+		t.Fatalf("Submit(1) = %v", r)
+	}
+	waitUntil(t, "three tasks done and both workers parked", func() bool {
+		c := e.Counters()
+		return c.Completed == 3 && c.Idle == 2
+	})
+	if during.Waiting != 2 || during.Idle != 1 {
+		t.Errorf("while a worker lingered: %d queued and %d idle, want 2 queued and the other worker idle",
+			during.Waiting, during.Idle)
+	}
+	for i := 1; i <= 3; i++ {
+		if _, ok := ran.Load(i); !ok {
+			t.Errorf("task %d did not run", i)
+		}
+	}
+	e.Stop()
+	<-e.Exited()
+}
+
+// TestLingeringWorkerRunsTasksQueuedBeforeStop: Stop while a worker lingers loses nothing: a
+// task queued before Stop still runs, and the worker exits after it.
+func TestLingeringWorkerRunsTasksQueuedBeforeStop(t *testing.T) {
+	var ran atomic.Int32
+	var e *Engine[int]
+	e = New(Config[int]{
+		Run:          func(int) { ran.Add(1) },
+		MaxWorkers:   1,
+		IdleTimeout:  time.Minute,
+		PanicHandler: noPanic,
+	})
+	lingerOnce(t, func() {
+		if r := e.Submit(2, false, nil); r != Accepted {
+			t.Errorf("Submit while a worker lingers = %v", r)
+		}
+		e.Stop()
+		if r := e.Submit(3, false, nil); r != Stopped {
+			t.Errorf("Submit after Stop = %v, want Stopped", r)
+		}
+	})
+	if r := e.Submit(1, false, nil); r != Accepted {
+		t.Fatalf("Submit(1) = %v", r)
+	}
+	select {
+	case <-e.Exited():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the engine did not exit after Stop")
+	}
+	if n := ran.Load(); n != 2 {
+		t.Fatalf("%d tasks ran, want the 2 accepted", n)
+	}
+}
