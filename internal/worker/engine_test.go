@@ -537,8 +537,7 @@ func lingerOnce(t *testing.T, during func()) {
 func TestLingeringWorkerTakesTasksQueuedMeanwhile(t *testing.T) {
 	thirdRan := make(chan struct{})
 	var ran sync.Map
-	var e *Engine[int]
-	e = New(Config[int]{
+	e := New(Config[int]{
 		Run: func(i int) {
 			ran.Store(i, true)
 			switch i {
@@ -591,8 +590,7 @@ func TestLingeringWorkerTakesTasksQueuedMeanwhile(t *testing.T) {
 // task queued before Stop still runs, and the worker exits after it.
 func TestLingeringWorkerRunsTasksQueuedBeforeStop(t *testing.T) {
 	var ran atomic.Int32
-	var e *Engine[int]
-	e = New(Config[int]{
+	e := New(Config[int]{
 		Run:          func(int) { ran.Add(1) },
 		MaxWorkers:   1,
 		IdleTimeout:  time.Minute,
