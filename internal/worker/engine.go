@@ -216,11 +216,10 @@ func (e *Engine[T]) Forward(arg T) {
 // The waking gate: while some worker has been handed a task or started but has not yet begun
 // running, or is lingering before it parks (e.waking > 0), route queues arg instead of waking
 // another goroutine, and that worker wakes the next one itself if tasks are still queued when
-// it begins or stops lingering (see passOn). The
-// obvious "wake an idle worker per task" costs a goroutine wake-up, about a microsecond, per
-// task: for small tasks more than the task, and it spreads a burst over many cold workers.
-// With the gate, a burst is drained by a few running workers while more join one by one, as
-// the Go scheduler does with spinning threads. TestSubmitRunsAcceptedTaskExactlyOnce and the
+// it begins or stops lingering (see passOn). The obvious "wake an idle worker per task" costs
+// a goroutine wake-up, about a microsecond, per task: for small tasks more than the task, and
+// it spreads a burst over many cold workers. With the gate, a burst is drained by a few
+// running workers while more join one by one, as the Go scheduler does with spinning threads. TestSubmitRunsAcceptedTaskExactlyOnce and the
 // stress suite guard it; BenchmarkSubmit/workers=1024 measures it.
 func (e *Engine[T]) route(arg T, bounded bool) (w *worker[T], spawn, ok bool) {
 	room := !bounded || e.cfg.QueueSize == 0 || e.queue.Len() < e.cfg.QueueSize
@@ -413,34 +412,38 @@ func (e *Engine[T]) handlePanic(v any, stack []byte) {
 func (e *Engine[T]) next(w *worker[T], panicked bool) (T, bool) {
 	e.lock()
 	e.finish(panicked)
-	for lingered := false; ; lingered = true {
-		if e.workers <= e.max {
-			if arg, ok := e.dequeue(); ok {
-				var other *worker[T]
-				var spawn bool
-				var first T
-				if lingered {
-					other, spawn, first = e.passOn()
-				}
-				e.mu.Unlock()
-				e.launch(other, spawn, first)
-				return arg, true
-			}
-		}
-		if e.leaving(w) {
-			e.exit()
-			e.mu.Unlock()
-			var zero T
-			return zero, false
-		}
-		if lingered {
-			break
-		}
+	if arg, ok := e.take(); ok {
+		e.mu.Unlock()
+		return arg, true
+	}
+	if !e.leaving(w) {
 		e.linger()
+		if arg, ok := e.take(); ok {
+			other, spawn, first := e.passOn()
+			e.mu.Unlock()
+			e.launch(other, spawn, first)
+			return arg, true
+		}
+	}
+	if e.leaving(w) {
+		e.exit()
+		e.mu.Unlock()
+		var zero T
+		return zero, false
 	}
 	e.park(w)
 	e.mu.Unlock()
 	return e.wait(w)
+}
+
+// take dequeues the next task for a worker that has finished one, unless more workers are
+// alive than the limit allows. Callers hold e.mu.
+func (e *Engine[T]) take() (T, bool) {
+	if e.workers > e.max {
+		var zero T
+		return zero, false
+	}
+	return e.dequeue()
 }
 
 // leaving reports whether a worker that found the queue empty should exit rather than park:
@@ -454,9 +457,9 @@ func (e *Engine[T]) leaving(w *worker[T]) bool {
 // lingerYield is linger's yield; tests replace it to act while a worker lingers.
 var lingerYield = runtime.Gosched
 
-// linger yields the processor once, counted in e.waking, so that a task
-// submitted meanwhile is queued for this worker instead of waking a parked one. Callers hold
-// e.mu; linger releases it while it yields and holds it again when it returns.
+// linger yields the processor once, counted in e.waking, so that a task submitted meanwhile is
+// queued for this worker instead of waking a parked one. Callers hold e.mu; linger releases it
+// while it yields and holds it again when it returns.
 //
 // A parked worker costs its submitter a wake-up and itself a park, and the worker that is
 // woken takes the lock once more in begin. Where tasks are tiny and arrive from many
