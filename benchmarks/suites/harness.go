@@ -170,14 +170,22 @@ func runN(b *testing.B, c contenders.Contender, workers int, task func()) {
 
 // runParallel submits b.N tasks from b.RunParallel's goroutines (parallelism per
 // GOMAXPROCS) to one runner of c made before the clock starts, waits for them, and fails b if a
-// single call is missing.
+// single call is missing. A static runner is handed the b.N tasks at once instead, with no
+// submitters, so parallelism does not apply to it.
 func runParallel(b *testing.B, c contenders.Contender, workers, parallelism int, task func()) {
 	b.ReportAllocs()
 	var runs tally
 	counted := runs.counted(task)
 	r := c.New(workers)
-	b.SetParallelism(parallelism)
 	b.ResetTimer()
+	if s, ok := r.(contenders.Static); ok {
+		s.Run(b.N, counted)
+		r.StopAndWait()
+		b.StopTimer()
+		runs.check(b, c, b.N)
+		return
+	}
+	b.SetParallelism(parallelism)
 	var failed atomic.Value
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {

@@ -29,7 +29,7 @@ var suites = []suite{
 	{
 		name: "ultrapool", bench: "BenchmarkUltrapool",
 		title:  "ultrapool's workloads",
-		about:  "b.RunParallel submitters (parallelism × GOMAXPROCS goroutines) hand one task per iteration to a pool of 10,000 workers; time is per task.",
+		about:  "b.RunParallel submitters (parallelism × GOMAXPROCS goroutines) hand one task per iteration to a pool of 10,000 workers; time is per task. The static floor runs the same tasks on 10,000 goroutines with no submitters.",
 		source: "https://github.com/maurice2k/ultrapool#benchmarks",
 		quick:  "^task=(sleep1us|sha256-1kB)$/^par=100$", quickTime: "100ms", fullTime: "200ms",
 	},
