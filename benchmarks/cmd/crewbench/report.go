@@ -234,7 +234,7 @@ func (rep *report) header() string {
 	case 1:
 		fmt.Fprintf(&b, "Command (in `benchmarks/`): `%s`.\n\n", rep.commands[0])
 	default:
-		b.WriteString("Commands (in `benchmarks/`), one after another, their raw outputs joined:\n\n")
+		b.WriteString("Commands (in `benchmarks/`) whose raw outputs were joined, in this order:\n\n")
 		for _, c := range rep.commands {
 			fmt.Fprintf(&b, "- `%s`\n", c)
 		}
