@@ -177,24 +177,21 @@ func runParallel(b *testing.B, c contenders.Contender, workers, parallelism int,
 	var runs tally
 	counted := runs.counted(task)
 	r := c.New(workers)
+	var failed atomic.Value
 	b.ResetTimer()
 	if s, ok := r.(contenders.Static); ok {
 		s.Run(b.N, counted)
-		r.StopAndWait()
-		b.StopTimer()
-		runs.check(b, c, b.N)
-		return
-	}
-	b.SetParallelism(parallelism)
-	var failed atomic.Value
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			if err := r.Submit(counted); err != nil {
-				failed.CompareAndSwap(nil, err)
-				return
+	} else {
+		b.SetParallelism(parallelism)
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				if err := r.Submit(counted); err != nil {
+					failed.CompareAndSwap(nil, err)
+					return
+				}
 			}
-		}
-	})
+		})
+	}
 	r.StopAndWait()
 	b.StopTimer()
 	if err, _ := failed.Load().(error); err != nil {

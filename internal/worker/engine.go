@@ -219,8 +219,9 @@ func (e *Engine[T]) Forward(arg T) {
 // it begins or stops lingering (see passOn). The obvious "wake an idle worker per task" costs
 // a goroutine wake-up, about a microsecond, per task: for small tasks more than the task, and
 // it spreads a burst over many cold workers. With the gate, a burst is drained by a few
-// running workers while more join one by one, as the Go scheduler does with spinning threads. TestSubmitRunsAcceptedTaskExactlyOnce and the
-// stress suite guard it; BenchmarkSubmit/workers=1024 measures it.
+// running workers while more join one by one, as the Go scheduler does with spinning threads.
+// TestSubmitRunsAcceptedTaskExactlyOnce and the stress suite guard it;
+// BenchmarkSubmit/workers=1024 measures it.
 func (e *Engine[T]) route(arg T, bounded bool) (w *worker[T], spawn, ok bool) {
 	room := !bounded || e.cfg.QueueSize == 0 || e.queue.Len() < e.cfg.QueueSize
 	if e.waking == 0 || !room {
@@ -416,7 +417,8 @@ func (e *Engine[T]) next(w *worker[T], panicked bool) (T, bool) {
 		e.mu.Unlock()
 		return arg, true
 	}
-	if !e.leaving(w) {
+	leave := e.leaving(w)
+	if !leave {
 		e.linger()
 		if arg, ok := e.take(); ok {
 			other, spawn, first := e.passOn()
@@ -424,8 +426,10 @@ func (e *Engine[T]) next(w *worker[T], panicked bool) (T, bool) {
 			e.launch(other, spawn, first)
 			return arg, true
 		}
+		// linger released the lock: the engine may have stopped or shrunk meanwhile.
+		leave = e.leaving(w)
 	}
-	if e.leaving(w) {
+	if leave {
 		e.exit()
 		e.mu.Unlock()
 		var zero T
