@@ -149,23 +149,14 @@ func submitLoad(b *testing.B, r contenders.Runner, l load, task func()) {
 // benchmark's goroutine, and fails b if a single call is missing: the per-task cost of a pool
 // that already exists.
 func runN(b *testing.B, c contenders.Contender, workers int, task func()) {
-	b.ReportAllocs()
-	var runs tally
-	counted := runs.counted(task)
-	r := c.New(workers)
-	b.ResetTimer()
-	if s, ok := r.(contenders.Static); ok {
-		s.Run(b.N, counted)
-	} else {
+	runOnOne(b, c, workers, task, func(r contenders.Runner, counted func()) error {
 		for range b.N {
 			if err := r.Submit(counted); err != nil {
-				b.Fatalf("submit: %v", err)
+				return err
 			}
 		}
-	}
-	r.StopAndWait()
-	b.StopTimer()
-	runs.check(b, c, b.N)
+		return nil
+	})
 }
 
 // runParallel submits b.N tasks from b.RunParallel's goroutines (parallelism per
@@ -173,15 +164,8 @@ func runN(b *testing.B, c contenders.Contender, workers int, task func()) {
 // single call is missing. A static runner is handed the b.N tasks at once instead, with no
 // submitters, so parallelism does not apply to it.
 func runParallel(b *testing.B, c contenders.Contender, workers, parallelism int, task func()) {
-	b.ReportAllocs()
-	var runs tally
-	counted := runs.counted(task)
-	r := c.New(workers)
-	var failed atomic.Value
-	b.ResetTimer()
-	if s, ok := r.(contenders.Static); ok {
-		s.Run(b.N, counted)
-	} else {
+	runOnOne(b, c, workers, task, func(r contenders.Runner, counted func()) error {
+		var failed atomic.Value
 		b.SetParallelism(parallelism)
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
@@ -191,10 +175,31 @@ func runParallel(b *testing.B, c contenders.Contender, workers, parallelism int,
 				}
 			}
 		})
+		err, _ := failed.Load().(error)
+		return err
+	})
+}
+
+// runOnOne is the frame of runN and runParallel: it makes one runner of c before the clock
+// starts, times the b.N counted tasks that submit hands it (a static runner is handed them at
+// once instead) until the runner has stopped, and fails b if submit failed or a single call is
+// missing.
+func runOnOne(b *testing.B, c contenders.Contender, workers int, task func(),
+	submit func(r contenders.Runner, counted func()) error) {
+	b.ReportAllocs()
+	var runs tally
+	counted := runs.counted(task)
+	r := c.New(workers)
+	b.ResetTimer()
+	var err error
+	if s, ok := r.(contenders.Static); ok {
+		s.Run(b.N, counted)
+	} else {
+		err = submit(r, counted)
 	}
 	r.StopAndWait()
 	b.StopTimer()
-	if err, _ := failed.Load().(error); err != nil {
+	if err != nil {
 		b.Fatalf("submit: %v", err)
 	}
 	runs.check(b, c, b.N)
