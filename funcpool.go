@@ -30,8 +30,9 @@ func NewFunc[T any](maxWorkers int, fn func(T), opts ...Option) *FuncPool[T] {
 // Invoke queues a call of fn with arg. A nil error means the call was accepted and will run
 // exactly once. Like [Pool.Submit], it blocks only while a bounded queue is full, returns
 // [ErrQueueFull] under [WithNonBlocking] and [ErrStopped] after Stop; on error fn is never
-// called with arg. A nil pointer or interface is an argument like any other. The return of
-// Invoke synchronizes before the start of the call. It allocates nothing in steady state.
+// called with arg. A nil pointer or interface is an argument like any other. What the caller
+// did before Invoke happens before the call starts, which may be before Invoke returns. It
+// allocates nothing in steady state.
 // Like Submit, it yields its processor while more than 64 calls per live worker (and at
 // least 4096) wait.
 func (p *FuncPool[T]) Invoke(arg T) error {

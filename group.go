@@ -168,7 +168,9 @@ type resultTask[R any] struct {
 func (t *resultTask[R]) run() {
 	t.g.guard(func(ctx context.Context) error {
 		v, err := t.fn(ctx)
-		t.val = v
+		if err == nil {
+			t.val = v
+		}
 		return err
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -264,22 +265,60 @@ func TestResultsWaitKeepsSubmissionOrder(t *testing.T) {
 
 func TestResultsReturnsFirstErrorAndZeroForFailed(t *testing.T) {
 	t.Parallel()
-	p := crew.New(1)
+	p := crew.New(1) // one worker: the functions run one after another, in submission order
 	defer p.StopAndWait()
 	r, ctx := crew.NewResults[string](p, context.Background())
 	boom := errors.New("boom")
+	var causeSeen error
 	r.Go(func(context.Context) (string, error) { return "a", nil })
-	r.Go(func(context.Context) (string, error) { return "ignored", boom })
-	r.Go(func(ctx context.Context) (string, error) { return "c", ctx.Err() })
+	r.Go(func(context.Context) (string, error) { return "failed", boom })
+	r.Go(func(ctx context.Context) (string, error) {
+		// The shared context ends at the first error, before Wait.
+		causeSeen = context.Cause(ctx)
+		return "canceled", ctx.Err()
+	})
+	r.Go(func(context.Context) (string, error) { panic("panicked") })
+	r.Go(func(context.Context) (string, error) { return "e", nil })
 	vals, err := r.Wait()
 	if !errors.Is(err, boom) {
 		t.Fatalf("Wait error = %v, want boom", err)
 	}
-	if vals[0] != "a" || vals[1] != "ignored" || vals[2] != "c" {
-		t.Fatalf("vals = %q", vals)
+	if !errors.Is(causeSeen, boom) {
+		t.Fatalf("a function started after the error saw cause %v, want boom", causeSeen)
+	}
+	want := []string{"a", "", "", "", "e"}
+	if !slices.Equal(vals, want) {
+		t.Fatalf("vals = %q, want %q", vals, want)
 	}
 	if ctx.Err() == nil {
 		t.Fatal("context not canceled")
+	}
+}
+
+func TestResultsLeavesZeroForRefused(t *testing.T) {
+	t.Parallel()
+	p := crew.New(1)
+	defer p.StopAndWait()
+	r, _ := crew.NewResults[int](p, context.Background())
+	r.Go(nil)
+	r.Go(func(context.Context) (int, error) { return 2, nil })
+	vals, err := r.Wait()
+	if !errors.Is(err, crew.ErrNilTask) {
+		t.Fatalf("Wait error = %v, want ErrNilTask", err)
+	}
+	if !slices.Equal(vals, []int{0, 2}) {
+		t.Fatalf("vals = %v, want [0 2]", vals)
+	}
+
+	p.Stop()
+	r, _ = crew.NewResults[int](p, context.Background())
+	r.Go(func(context.Context) (int, error) { return 1, nil })
+	vals, err = r.Wait()
+	if !errors.Is(err, crew.ErrStopped) {
+		t.Fatalf("Wait error on a stopped pool = %v, want ErrStopped", err)
+	}
+	if !slices.Equal(vals, []int{0}) {
+		t.Fatalf("vals = %v, want [0]", vals)
 	}
 }
 

@@ -68,7 +68,9 @@ func Map[T, R any](ctx context.Context, p *Pool, in []T, fn func(context.Context
 	}
 	err := ForEach(ctx, p, indexes, func(ctx context.Context, i int) error {
 		v, err := fn(ctx, in[i])
-		out[i] = v
+		if err == nil {
+			out[i] = v
+		}
 		return err
 	})
 	return out, err

@@ -60,6 +60,50 @@ func TestMapStopsSchedulingAtFirstError(t *testing.T) {
 	}
 }
 
+func TestMapLeavesZeroForFailedAndUnscheduled(t *testing.T) {
+	t.Parallel()
+	p := crew.New(1) // one worker: elements are called one after another, in order
+	defer p.StopAndWait()
+	boom := errors.New("boom")
+	in := []int{1, 2, 3, 4, 5, 6}
+	out, err := crew.Map(context.Background(), p, in, func(_ context.Context, v int) (int, error) {
+		if v == 3 {
+			return 30, boom
+		}
+		return v * 10, nil
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("Map error = %v, want boom", err)
+	}
+	// Elements 1 and 2 ran and succeeded; 3 failed; at most one more (the limit) was
+	// scheduled before the error was seen, and it may have run and succeeded.
+	if out[0] != 10 || out[1] != 20 || out[2] != 0 {
+		t.Fatalf("out = %v, want [10 20 0 ...]", out)
+	}
+	if out[3] != 0 && out[3] != 40 {
+		t.Fatalf("out[3] = %d, want 0 (not scheduled) or 40", out[3])
+	}
+	if out[4] != 0 || out[5] != 0 {
+		t.Fatalf("out = %v: elements after the first error were scheduled", out)
+	}
+}
+
+func TestMapLeavesZeroForPanicked(t *testing.T) {
+	t.Parallel()
+	p := crew.New(2)
+	defer p.StopAndWait()
+	out, err := crew.Map(context.Background(), p, []int{1}, func(context.Context, int) (int, error) {
+		panic("boom")
+	})
+	var pe *crew.PanicError
+	if !errors.As(err, &pe) {
+		t.Fatalf("Map error = %v, want *PanicError", err)
+	}
+	if len(out) != 1 || out[0] != 0 {
+		t.Fatalf("out = %v, want [0]", out)
+	}
+}
+
 func TestMapPanicBecomesPanicError(t *testing.T) {
 	t.Parallel()
 	p := crew.New(2)

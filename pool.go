@@ -51,8 +51,9 @@ func New(maxWorkers int, opts ...Option) *Pool {
 // instead. After [Pool.Stop] it returns [ErrStopped]; for a nil task, [ErrNilTask]. On error
 // the task was not accepted and never runs.
 //
-// The return of Submit synchronizes before the start of the task. If the task panics, the
-// panic goes to the panic handler ([WithPanicHandler]) and the worker keeps serving.
+// What the caller did before Submit happens before the task starts; the task may start, and
+// even finish, before Submit returns. If the task panics, the panic goes to the panic handler
+// ([WithPanicHandler]) and the worker keeps serving.
 // Submit allocates nothing beyond the caller's closure, also while a backlog forms and drains
 // again: the queue reuses the memory a drained backlog held, until the garbage collector takes
 // it back two collections later (BenchmarkSubmit, TestSubmitAllocatesNothingWhileABacklogSwings,

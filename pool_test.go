@@ -94,6 +94,54 @@ func TestSubmitRunsAcceptedTaskExactlyOnce(t *testing.T) {
 	}
 }
 
+// Under the race detector, these fail if what the caller wrote before Submit or Invoke is not
+// ordered before the task's read of it, or the task's write before Wait's return.
+func TestSubmitHappensBeforeTaskAndTaskBeforeWait(t *testing.T) {
+	t.Parallel()
+	p := crew.New(4)
+	defer p.StopAndWait()
+	in := make([]int, 100)
+	out := make([]int, 100)
+	for i := range in {
+		in[i] = i + 1 // a plain write, before the Submit that hands it over
+		if err := p.Submit(func() { out[i] = in[i] * 2 }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.Wait()
+	checkDoubled(t, out)
+}
+
+func TestInvokeHappensBeforeCallAndCallBeforeWait(t *testing.T) {
+	t.Parallel()
+	out := make([]int, 100)
+	type job struct {
+		i int
+		v *int
+	}
+	p := crew.NewFunc(4, func(j job) { out[j.i] = *j.v * 2 })
+	defer p.StopAndWait()
+	for i := range out {
+		v := new(int)
+		*v = i + 1 // a plain write through a pointer the call reads
+		if err := p.Invoke(job{i, v}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.Wait()
+	checkDoubled(t, out)
+}
+
+// checkDoubled fails t unless out[i] is 2(i+1) for every i.
+func checkDoubled(t *testing.T, out []int) {
+	t.Helper()
+	for i, v := range out {
+		if v != (i+1)*2 {
+			t.Fatalf("out[%d] = %d, want %d", i, v, (i+1)*2)
+		}
+	}
+}
+
 func TestNilTaskReturnsErrNilTask(t *testing.T) {
 	t.Parallel()
 	p := crew.New(1)
