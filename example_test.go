@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -26,15 +27,24 @@ func ExampleNew() {
 func ExamplePool_Submit_bounded() {
 	// At most 2 tasks run and 8 wait; a ninth waiting task makes Submit block.
 	pool := crew.New(2, crew.WithQueueSize(8))
-	var done atomic.Int32
-	for range 100 {
-		if err := pool.Submit(func() { done.Add(1) }); err != nil {
+	release := make(chan struct{})
+	mostRunning, mostWaiting := 0, 0
+	for i := range 100 {
+		if i == 10 {
+			close(release) // 2 tasks run and 8 wait: the next Submit would block until one starts
+		}
+		if err := pool.Submit(func() { <-release }); err != nil {
 			fmt.Println(err)
 		}
+		s := pool.Stats()
+		mostRunning, mostWaiting = max(mostRunning, s.Running), max(mostWaiting, s.Waiting)
 	}
 	pool.StopAndWait()
-	fmt.Println(done.Load())
-	// Output: 100
+	fmt.Println("at most running:", mostRunning, "waiting:", mostWaiting)
+	fmt.Println("completed:", pool.Stats().Completed)
+	// Output:
+	// at most running: 2 waiting: 8
+	// completed: 100
 }
 
 func ExamplePool_TrySubmit() {
@@ -154,15 +164,28 @@ func ExamplePool_Stats() {
 func ExamplePool_Sub() {
 	pool := crew.New(4)    // 4 workers in all
 	reports := pool.Sub(1) // reports use at most 1 of them
+	var mu sync.Mutex
+	running, most := 0, 0 // reports running now, and at most
 	var n atomic.Int32
+	report := func() {
+		mu.Lock()
+		running++
+		most = max(most, running)
+		mu.Unlock()
+		time.Sleep(time.Millisecond) // time for a second report to start, if one could
+		mu.Lock()
+		running--
+		mu.Unlock()
+		n.Add(1)
+	}
 	for range 3 {
-		reports.Submit(func() { n.Add(1) })
+		reports.Submit(report)
 		pool.Submit(func() { n.Add(1) })
 	}
 	reports.Wait()
 	pool.StopAndWait() // also stops reports
-	fmt.Println(n.Load())
-	// Output: 6
+	fmt.Println("tasks run:", n.Load(), "reports at once:", most)
+	// Output: tasks run: 6 reports at once: 1
 }
 
 func ExampleNewFunc() {
@@ -264,13 +287,19 @@ func ExampleWithIdleTimeout() {
 	// Workers above the minimum exit as soon as they find nothing to do.
 	pool := crew.New(4, crew.WithIdleTimeout(0))
 	defer pool.StopAndWait()
-	pool.Submit(func() {})
-	pool.Wait()
-	for pool.Stats().Idle+pool.Stats().Running > 0 {
-		time.Sleep(time.Millisecond)
+	for range 4 {
+		pool.Submit(func() {})
 	}
-	fmt.Println("no worker left")
-	// Output: no worker left
+	pool.Wait()
+	// Give them a second, far less than the DefaultIdleTimeout they would wait otherwise.
+	deadline := time.Now().Add(time.Second)
+	s := pool.Stats()
+	for s.Idle+s.Running > 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+		s = pool.Stats()
+	}
+	fmt.Println("workers left:", s.Idle+s.Running)
+	// Output: workers left: 0
 }
 
 func ExampleFuncPool_InvokeContext() {

@@ -10,3 +10,6 @@ func WithClock(now func() time.Time) Option {
 // ReapIdle runs one idle-reaping pass as if the clock read now, and returns how many workers
 // it dismissed.
 func ReapIdle(p *Pool, now time.Time) int { return p.core.e.ReapIdle(now) }
+
+// BlockedSubmitters returns how many submitters wait for room in p's full queue.
+func BlockedSubmitters(p *Pool) int { return p.core.e.BlockedSubmitters() }

@@ -2,6 +2,7 @@ package crew_test
 
 import (
 	"errors"
+	"fmt"
 	"runtime"
 	"strings"
 	"sync/atomic"
@@ -84,6 +85,15 @@ func TestPanicErrorUnwrapsErrorValue(t *testing.T) {
 	if !errors.Is(err, sentinel) {
 		t.Fatalf("errors.Is(%v, sentinel) = false", err)
 	}
+	var pe *crew.PanicError
+	if !errors.As(err, &pe) || pe.Unwrap() != sentinel {
+		t.Fatalf("Unwrap of %v is not the panic value", err)
+	}
+	// A wrapped panic value is seen through as well.
+	_, err = crew.Go(p, func() (int, error) { panic(fmt.Errorf("wrapped: %w", sentinel)) }).Wait()
+	if !errors.Is(err, sentinel) {
+		t.Fatalf("errors.Is(%v, sentinel) = false through a wrapping panic value", err)
+	}
 }
 
 func TestGoOnStoppedPoolReturnsErrStopped(t *testing.T) {
@@ -137,5 +147,46 @@ func TestGoAllocatesOnlyTheFuture(t *testing.T) {
 	})
 	if allocs > 1 {
 		t.Fatalf("Go allocates %.2f times per call, want at most 1 (the Future)", allocs)
+	}
+}
+
+func TestFutureIsSafeForConcurrentWaitAndDone(t *testing.T) {
+	t.Parallel()
+	p := crew.New(1)
+	defer p.StopAndWait()
+	release := make(chan struct{})
+	f := crew.Go(p, func() (int, error) { <-release; return 42, nil })
+	go close(release) // the function returns while the callers ask
+	together(64, 1, func(c, _ int) {
+		if c%2 == 0 { // half ask for Done first, racing with the function's return
+			<-f.Done()
+		}
+		if v, err := f.Wait(); v != 42 || err != nil {
+			t.Errorf("Wait = %v, %v; want 42, nil", v, err)
+		}
+		select {
+		case <-f.Done():
+		default:
+			t.Error("Done not closed after Wait returned")
+		}
+	})
+}
+
+func TestPanicErrorUnwrapReturnsNilForNonErrorValue(t *testing.T) {
+	t.Parallel()
+	p := crew.New(1)
+	defer p.StopAndWait()
+	for _, v := range []any{"text", 42, struct{}{}} {
+		_, err := crew.Go(p, func() (int, error) { panic(v) }).Wait()
+		var pe *crew.PanicError
+		if !errors.As(err, &pe) || pe.Value != v {
+			t.Fatalf("Wait = %v, want a *PanicError with value %v", err, v)
+		}
+		if u := pe.Unwrap(); u != nil {
+			t.Fatalf("Unwrap of a panic with %T value = %v, want nil", v, u)
+		}
+		if u := errors.Unwrap(err); u != nil {
+			t.Fatalf("errors.Unwrap of a panic with %T value = %v, want nil", v, u)
+		}
 	}
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -336,5 +338,346 @@ func TestGroupGoAllocatesOneTask(t *testing.T) {
 	// The group itself and its context cost a few allocations; each Go at most one.
 	if perGo := allocs / 100; perGo > 1.1 {
 		t.Fatalf("Group.Go allocates %.2f times per call, want at most 1", perGo)
+	}
+}
+
+// goCall is one of the calls that run a function on a pool and report its outcome to their
+// caller: [crew.Go], [crew.Group.Go] and [crew.Results.Go].
+type goCall struct {
+	name string
+	// start runs fn through the call on p and returns what waits for it: Future.Wait,
+	// Group.Wait or Results.Wait, reduced to the error.
+	start func(p *crew.Pool, fn func()) (wait func() error)
+}
+
+var goCalls = []goCall{
+	{"Go", func(p *crew.Pool, fn func()) func() error {
+		f := crew.Go(p, func() (int, error) { fn(); return 1, nil })
+		return func() error { _, err := f.Wait(); return err }
+	}},
+	{"Group.Go", func(p *crew.Pool, fn func()) func() error {
+		g, _ := p.Group(context.Background())
+		g.Go(func(context.Context) error { fn(); return nil })
+		return g.Wait
+	}},
+	{"Results.Go", func(p *crew.Pool, fn func()) func() error {
+		r, _ := crew.NewResults[int](p, context.Background())
+		r.Go(func(context.Context) (int, error) { fn(); return 1, nil })
+		return func() error { _, err := r.Wait(); return err }
+	}},
+}
+
+// fullBoundedQueue returns a pool of one worker and a queue of one, with the worker busy and
+// the queue full until free is called. The pool is freed and stopped when the test ends.
+func fullBoundedQueue(t *testing.T, opts ...crew.Option) (p *crew.Pool, free func()) {
+	t.Helper()
+	p = crew.New(1, append([]crew.Option{crew.WithQueueSize(1)}, opts...)...)
+	t.Cleanup(p.StopAndWait) // cleanups run last first: after holdWorkers' release
+	free = holdWorkers(t, plainPool{p}, 1, 1)
+	if s := p.Stats(); s.Running != 1 || s.Waiting != 1 {
+		t.Fatalf("Stats = %+v, want the worker busy and the queue of one full", s)
+	}
+	return p, free
+}
+
+// returnsWithin calls f and returns its error, failing the test if f has not returned after
+// 10 s.
+func returnsWithin(t *testing.T, what string, f func() error) error {
+	t.Helper()
+	var err error
+	awaitReturn(t, what, goRun(func() { err = f() }))
+	return err
+}
+
+func TestGoOnFullNonBlockingQueueReportsErrQueueFull(t *testing.T) {
+	t.Parallel()
+	for _, c := range goCalls {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			p, free := fullBoundedQueue(t, crew.WithNonBlocking())
+			var ran atomic.Bool
+			wait := c.start(p, func() { ran.Store(true) })
+			// The function was refused, so Wait has nothing to wait for, even with the
+			// worker still busy.
+			if err := returnsWithin(t, "Wait", wait); !errors.Is(err, crew.ErrQueueFull) {
+				t.Fatalf("Wait = %v, want ErrQueueFull", err)
+			}
+			free()
+			p.StopAndWait()
+			if ran.Load() {
+				t.Fatal("the refused function ran")
+			}
+			if s := p.Stats(); s.Rejected != 1 || s.Completed != 2 {
+				t.Fatalf("Stats = %+v, want 1 rejected and the 2 queue fillers completed", s)
+			}
+		})
+	}
+}
+
+func TestGoBlocksOnlyWhileBoundedQueueIsFull(t *testing.T) {
+	t.Parallel()
+	for _, c := range goCalls {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			p, free := fullBoundedQueue(t)
+			var ran atomic.Int32
+			var roomMade atomic.Bool
+			waits := make(chan func() error, 1)
+			go func() {
+				wait := c.start(p, func() { ran.Add(1) })
+				if !roomMade.Load() {
+					t.Errorf("%s returned while the queue was full", c.name)
+				}
+				waits <- wait
+			}()
+			select {
+			case <-waits:
+				t.Fatalf("%s returned while the queue was full", c.name)
+			case <-time.After(20 * time.Millisecond): // time for the call to block
+			}
+			roomMade.Store(true)
+			free()
+			if err := (<-waits)(); err != nil {
+				t.Fatalf("Wait = %v, want nil: the blocked call is accepted once room frees up", err)
+			}
+			if n := ran.Load(); n != 1 {
+				t.Fatalf("the function ran %d times, want 1", n)
+			}
+		})
+	}
+}
+
+func TestGroupGoNilFunctionFailsWithErrNilTask(t *testing.T) {
+	t.Parallel()
+	p := crew.New(1)
+	defer p.StopAndWait()
+	g, ctx := p.Group(context.Background())
+	g.Go(nil)
+	// ErrNilTask is the group's first error: it cancels the context at once, and a later
+	// error does not replace it.
+	if cause := context.Cause(ctx); !errors.Is(cause, crew.ErrNilTask) {
+		t.Fatalf("context.Cause after Go(nil) = %v, want ErrNilTask", cause)
+	}
+	g.Go(func(context.Context) error { return errors.New("later") })
+	if err := g.Wait(); !errors.Is(err, crew.ErrNilTask) {
+		t.Fatalf("Wait = %v, want ErrNilTask", err)
+	}
+}
+
+func TestResultsPanicBecomesPanicError(t *testing.T) {
+	t.Parallel()
+	p := crew.New(2)
+	defer p.StopAndWait()
+	r, _ := crew.NewResults[int](p, context.Background())
+	r.Go(func(context.Context) (int, error) { return 1, nil })
+	r.Go(resultsPanics)
+	vals, err := r.Wait()
+	var pe *crew.PanicError
+	if !errors.As(err, &pe) || pe.Value != "results boom" {
+		t.Fatalf("Wait error = %v, want a *PanicError with the panic value", err)
+	}
+	if !strings.Contains(string(pe.Stack), "resultsPanics") {
+		t.Fatalf("PanicError.Stack lacks the panicking frame:\n%s", pe.Stack)
+	}
+	if !slices.Equal(vals, []int{1, 0}) {
+		t.Fatalf("vals = %v, want [1 0]", vals)
+	}
+}
+
+func resultsPanics(context.Context) (int, error) { panic("results boom") }
+
+// TestGroupResultsMapAndForEachPanicsNeverReachPanicHandler: a panic in a function run through
+// Go, Group, Results, Map or ForEach goes to its caller as a *PanicError, never to the pool's
+// panic handler; a plain task's panic, on the same pool, does reach it.
+func TestGroupResultsMapAndForEachPanicsNeverReachPanicHandler(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var handled []any
+	p := crew.New(2, crew.WithPanicHandler(func(v any, _ []byte) {
+		mu.Lock()
+		defer mu.Unlock()
+		handled = append(handled, v)
+	}))
+	calls := append(slices.Clone(goCalls),
+		goCall{"Map", func(p *crew.Pool, fn func()) func() error {
+			_, err := crew.Map(context.Background(), p, []int{1, 2}, func(context.Context, int) (int, error) {
+				fn()
+				return 1, nil
+			})
+			return func() error { return err }
+		}},
+		goCall{"ForEach", func(p *crew.Pool, fn func()) func() error {
+			err := crew.ForEach(context.Background(), p, slices.Values([]int{1, 2}), func(context.Context, int) error {
+				fn()
+				return nil
+			})
+			return func() error { return err }
+		}},
+	)
+	for _, c := range calls {
+		err := c.start(p, func() { panic(c.name + " boom") })()
+		var pe *crew.PanicError
+		if !errors.As(err, &pe) || pe.Value != c.name+" boom" {
+			t.Errorf("%s: Wait = %v, want a *PanicError with the panic value", c.name, err)
+		}
+	}
+	if err := p.Submit(func() { panic("plain boom") }); err != nil {
+		t.Fatal(err)
+	}
+	p.StopAndWait()
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(handled, []any{"plain boom"}) {
+		t.Fatalf("the panic handler got %v, want only the plain task's panic", handled)
+	}
+}
+
+// together runs fn(c, i) for i = 0..each-1 on each of callers goroutines, c = 0..callers-1,
+// released at once by closing one channel, and returns when all of them are done.
+func together(callers, each int, fn func(c, i int)) {
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for c := range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			for i := range each {
+				fn(c, i)
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+}
+
+// ranOnce fails the test unless every function counted in runs ran exactly once.
+func ranOnce(t *testing.T, runs []atomic.Int32) {
+	t.Helper()
+	for i := range runs {
+		if n := runs[i].Load(); n != 1 {
+			t.Fatalf("function %d ran %d times, want 1", i, n)
+		}
+	}
+}
+
+func TestGroupIsSafeForConcurrentGo(t *testing.T) {
+	t.Parallel()
+	p := crew.New(4)
+	defer p.StopAndWait()
+	const callers, each = 64, 100
+	g, _ := p.Group(context.Background())
+	runs := make([]atomic.Int32, callers*each)
+	together(callers, each, func(c, i int) {
+		g.Go(func(context.Context) error { runs[c*each+i].Add(1); return nil })
+	})
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	ranOnce(t, runs)
+}
+
+// TestResultsIsSafeForConcurrentGoAndKeepsTheOrderGoTookEffect: goroutines call Go on one
+// Results at once. Each goroutine's calls take effect in the order it makes them, so its values
+// come back in that order, interleaved with the others'; every function runs once.
+func TestResultsIsSafeForConcurrentGoAndKeepsTheOrderGoTookEffect(t *testing.T) {
+	t.Parallel()
+	p := crew.New(4)
+	defer p.StopAndWait()
+	const callers, each = 64, 50
+	r, _ := crew.NewResults[int](p, context.Background())
+	runs := make([]atomic.Int32, callers*each)
+	together(callers, each, func(c, i int) {
+		v := c*each + i + 1 // never the zero value
+		r.Go(func(context.Context) (int, error) {
+			runs[v-1].Add(1)
+			for range v % 5 { // finish out of submission order
+				runtime.Gosched()
+			}
+			return v, nil
+		})
+	})
+	vals, err := r.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(vals) != callers*each {
+		t.Fatalf("%d values, want %d", len(vals), callers*each)
+	}
+	next := make([]int, callers) // the next value each caller's subsequence must show
+	for c := range next {
+		next[c] = c*each + 1
+	}
+	for i, v := range vals {
+		if v < 1 || v > callers*each {
+			t.Fatalf("vals[%d] = %d, not a submitted value", i, v)
+		}
+		c := (v - 1) / each
+		if v != next[c] {
+			t.Fatalf("vals[%d] = %d, want %d: caller %d's values out of the order of its Go calls", i, v, next[c], c)
+		}
+		next[c]++
+	}
+	ranOnce(t, runs)
+}
+
+func TestGroupContextEndsWhenParentContextEnds(t *testing.T) {
+	t.Parallel()
+	p := crew.New(1)
+	defer p.StopAndWait()
+	parent, cancel := context.WithCancel(context.Background())
+	g, ctx := p.Group(parent)
+	seen := make(chan error, 1)
+	g.Go(func(ctx context.Context) error {
+		select {
+		case <-ctx.Done(): // only the parent can end it: Wait is not called until this returns
+			seen <- ctx.Err()
+		case <-time.After(10 * time.Second):
+			seen <- errors.New("still live 10s after the parent ended")
+		}
+		return nil
+	})
+	cancel()
+	if err := <-seen; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the function saw ctx.Err() = %v, want context.Canceled", err)
+	}
+	if err := ctx.Err(); !errors.Is(err, context.Canceled) {
+		t.Fatalf("group context Err = %v, want context.Canceled", err)
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatalf("Wait = %v, want nil: no function failed", err)
+	}
+}
+
+func TestGroupFailureLeavesOtherGroupsContextLive(t *testing.T) {
+	t.Parallel()
+	p := crew.New(2)
+	defer p.StopAndWait()
+	failing, _ := p.Group(context.Background())
+	other, otherCtx := p.Group(context.Background())
+	release := make(chan struct{})
+	seen := make(chan error, 1)
+	other.Go(func(ctx context.Context) error {
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		seen <- ctx.Err()
+		return nil
+	})
+	boom := errors.New("boom")
+	failing.Go(func(context.Context) error { return boom })
+	if err := failing.Wait(); !errors.Is(err, boom) {
+		t.Fatalf("failing group's Wait = %v, want boom", err)
+	}
+	if err := otherCtx.Err(); err != nil {
+		t.Fatalf("the other group's context ended (%v) when the first group failed", err)
+	}
+	close(release)
+	if err := <-seen; err != nil {
+		t.Fatalf("the other group's running function saw ctx.Err() = %v, want nil", err)
+	}
+	if err := other.Wait(); err != nil {
+		t.Fatalf("the other group's Wait = %v, want nil", err)
 	}
 }

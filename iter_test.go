@@ -240,3 +240,213 @@ func TestForEachOnSubPoolRespectsSubPoolLimit(t *testing.T) {
 		t.Fatalf("%d calls at once on a sub-pool of 2", m)
 	}
 }
+
+// iterCall runs fn over the values 0..n-1 through ForEach or Map.
+type iterCall struct {
+	name string
+	run  func(ctx context.Context, p *crew.Pool, n int, fn func(context.Context, int) error) error
+}
+
+var iterCalls = []iterCall{
+	{"ForEach", func(ctx context.Context, p *crew.Pool, n int, fn func(context.Context, int) error) error {
+		return crew.ForEach(ctx, p, countTo(n), fn)
+	}},
+	{"Map", func(ctx context.Context, p *crew.Pool, n int, fn func(context.Context, int) error) error {
+		_, err := crew.Map(ctx, p, slices.Collect(countTo(n)), func(ctx context.Context, v int) (int, error) {
+			return v, fn(ctx, v)
+		})
+		return err
+	}},
+}
+
+// countTo yields 0, 1, ..., n-1.
+func countTo(n int) iter.Seq[int] {
+	return func(yield func(int) bool) {
+		for i := range n {
+			if !yield(i) {
+				return
+			}
+		}
+	}
+}
+
+// TestForEachCallInFlightSeesContextCanceledAtFirstError: a call blocked on its context when
+// another call fails is released by the cancellation, before ForEach (or Map) returns.
+func TestForEachCallInFlightSeesContextCanceledAtFirstError(t *testing.T) {
+	t.Parallel()
+	for _, c := range iterCalls {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			p := crew.New(2)
+			defer p.StopAndWait()
+			boom := errors.New("boom")
+			inFlight := make(chan struct{})
+			var sawCanceled atomic.Bool
+			err := c.run(context.Background(), p, 2, func(ctx context.Context, v int) error {
+				if v == 1 {
+					<-inFlight // the other call is running
+					return boom
+				}
+				close(inFlight)
+				select {
+				case <-ctx.Done():
+					sawCanceled.Store(true)
+				case <-time.After(10 * time.Second):
+				}
+				return nil
+			})
+			if !errors.Is(err, boom) {
+				t.Fatalf("%s = %v, want boom", c.name, err)
+			}
+			if !sawCanceled.Load() {
+				t.Fatal("the call in flight did not see its context canceled at the first error")
+			}
+		})
+	}
+}
+
+// TestForEachCallStartedAfterFirstErrorSeesContextCanceled: a call accepted before the first
+// error but started after it runs with the canceled context.
+func TestForEachCallStartedAfterFirstErrorSeesContextCanceled(t *testing.T) {
+	t.Parallel()
+	p := crew.New(2)
+	defer p.StopAndWait()
+	// One worker is held, so of ForEach's two calls in flight one runs and one waits.
+	held, release := make(chan struct{}), make(chan struct{})
+	defer close(release)
+	if err := p.Submit(func() { close(held); <-release }); err != nil {
+		t.Fatal(err)
+	}
+	<-held
+	submitted := make(chan struct{})
+	seq := func(yield func(int) bool) {
+		if yield(0) && yield(1) {
+			close(submitted) // the loop body, which submits 1, has returned
+		}
+	}
+	boom := errors.New("boom")
+	var sawErr error
+	err := crew.ForEach(context.Background(), p, seq, func(ctx context.Context, v int) error {
+		if v == 0 {
+			<-submitted
+			return boom // 1 starts on this worker once this call has returned
+		}
+		sawErr = ctx.Err()
+		return nil
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("ForEach = %v, want boom", err)
+	}
+	if !errors.Is(sawErr, context.Canceled) {
+		t.Fatalf("the call started after the first error saw ctx.Err() = %v, want context.Canceled", sawErr)
+	}
+}
+
+func TestForEachReturnsCtxErrWhenCtxEndsFirst(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		ctx  func() (ctx context.Context, cancel func())
+	}{
+		{"ends during the calls", func() (context.Context, func()) {
+			return context.WithCancel(context.Background())
+		}},
+		{"ended before", func() (context.Context, func()) {
+			return context.WithDeadline(context.Background(), time.Unix(0, 0))
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			p := crew.New(2)
+			defer p.StopAndWait()
+			ctx, cancel := tt.ctx()
+			defer cancel()
+			var pulled atomic.Int64
+			// The sequence is endless, so only the end of ctx can stop ForEach.
+			err := crew.ForEach(ctx, p, endless(&pulled), func(_ context.Context, v int) error {
+				if v == 0 {
+					cancel()
+				}
+				return nil
+			})
+			if err == nil || err != ctx.Err() {
+				t.Fatalf("ForEach = %v, want ctx.Err() = %v", err, ctx.Err())
+			}
+		})
+	}
+}
+
+func TestForEachOnStoppedPoolReturnsErrStopped(t *testing.T) {
+	t.Parallel()
+	p := crew.New(1)
+	p.StopAndWait()
+	err := crew.ForEach(context.Background(), p, countTo(3), func(context.Context, int) error {
+		t.Error("ran on a stopped pool")
+		return nil
+	})
+	if !errors.Is(err, crew.ErrStopped) {
+		t.Fatalf("ForEach = %v, want ErrStopped", err)
+	}
+}
+
+// allocsPerItem returns how many more times run(n) allocates per extra item than run(0):
+// the cost of an item, without the fixed cost of the call.
+func allocsPerItem(t *testing.T, run func(n int)) float64 {
+	t.Helper()
+	const n = 1000
+	run(n) // warm the pool up: its workers exist
+	none := testing.AllocsPerRun(20, func() { run(0) })
+	many := testing.AllocsPerRun(20, func() { run(n) })
+	t.Logf("%.0f allocations for no items, %.0f for %d", none, many, n)
+	return (many - none) / n
+}
+
+func TestResultsGoAllocatesOneResultHolder(t *testing.T) {
+	p := crew.New(2)
+	defer p.StopAndWait()
+	fn := func(context.Context) (int, error) { return 1, nil }
+	perGo := allocsPerItem(t, func(n int) {
+		r, _ := crew.NewResults[int](p, context.Background())
+		for range n {
+			r.Go(fn)
+		}
+		if vals, err := r.Wait(); len(vals) != n || err != nil {
+			t.Fatalf("Wait = %d values, %v", len(vals), err)
+		}
+	})
+	// The holders' slice grows by doubling, a few allocations in all.
+	if perGo > 1.1 {
+		t.Fatalf("Results.Go allocates %.2f times per call, want 1 (the result holder)", perGo)
+	}
+}
+
+func TestForEachAllocatesOneTaskPerValue(t *testing.T) {
+	p := crew.New(2)
+	defer p.StopAndWait()
+	fn := func(context.Context, int) error { return nil }
+	perValue := allocsPerItem(t, func(n int) {
+		if err := crew.ForEach(context.Background(), p, countTo(n), fn); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if perValue > 1.1 {
+		t.Fatalf("ForEach allocates %.2f times per value, want 1 (the task)", perValue)
+	}
+}
+
+func TestMapAllocatesResultSliceAndOneTaskPerElement(t *testing.T) {
+	p := crew.New(2)
+	defer p.StopAndWait()
+	fn := func(_ context.Context, v int) (int, error) { return v, nil }
+	in := make([]int, 1000)
+	perElement := allocsPerItem(t, func(n int) {
+		if out, err := crew.Map(context.Background(), p, in[:n], fn); len(out) != n || err != nil {
+			t.Fatalf("Map = %d results, %v", len(out), err)
+		}
+	})
+	// The result slice is one allocation whatever its length, so it cancels out here.
+	if perElement > 1.1 {
+		t.Fatalf("Map allocates %.2f times per element, want 1 (the task)", perElement)
+	}
+}

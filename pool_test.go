@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -19,12 +20,49 @@ import (
 // waitFor polls cond until it holds or the deadline passes.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	waitWithin(t, 10*time.Second, what, cond)
+}
+
+// waitWithin polls cond until it holds, and fails t if it does not within d.
+func waitWithin(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
+			t.Fatalf("timed out after %v waiting for %s", d, what)
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// goRun runs f on a goroutine of its own and returns a channel closed when f returns.
+func goRun(f func()) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f()
+	}()
+	return done
+}
+
+// stillBlocked fails t if done is closed within 20 ms: what it stands for should block.
+func stillBlocked(t *testing.T, what string, done <-chan struct{}) {
+	t.Helper()
+	select {
+	case <-done:
+		t.Fatalf("%s returned, want it to block", what)
+	case <-time.After(20 * time.Millisecond):
+	}
+}
+
+// awaitReturn fails t unless done is closed within 10 s, so that a call a bug makes hang
+// fails the test instead of hanging it.
+func awaitReturn(t *testing.T, what string, done <-chan struct{}) {
+	t.Helper()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s has not returned after 10 s", what)
 	}
 }
 
@@ -37,6 +75,77 @@ func blocker() (task func(), started chan struct{}, release chan struct{}) {
 		started <- struct{}{}
 		<-release
 	}, started, release
+}
+
+// testPool is a Pool or a FuncPool, driven through fuzzPool's adapters (a FuncPool[func()]
+// whose fn calls its argument), with Shutdown: for the guarantees the two types share.
+type testPool interface {
+	fuzzPool
+	Shutdown(ctx context.Context) error
+}
+
+// poolKinds makes each kind of testPool.
+var poolKinds = []struct {
+	name string
+	new  func(maxWorkers int, opts ...crew.Option) testPool
+}{
+	{"Pool", func(n int, opts ...crew.Option) testPool { return plainPool{crew.New(n, opts...)} }},
+	{"FuncPool", func(n int, opts ...crew.Option) testPool {
+		return invokePool{crew.NewFunc(n, func(f func()) { f() }, opts...)}
+	}},
+}
+
+// forEachKind runs test as a parallel subtest for each of poolKinds, on a new pool of that
+// kind built with maxWorkers and opts.
+func forEachKind(t *testing.T, maxWorkers int, opts []crew.Option, test func(t *testing.T, p testPool)) {
+	t.Helper()
+	for _, k := range poolKinds {
+		t.Run(k.name, func(t *testing.T) {
+			t.Parallel()
+			test(t, k.new(maxWorkers, opts...))
+		})
+	}
+}
+
+// holdWorkers submits workers+queued tasks that block, and returns once workers of them run,
+// the rest waiting in the queue; release lets them all return, as the end of the test does
+// if the test has not. p must have exactly workers workers, and room in its queue for queued
+// tasks.
+func holdWorkers(t *testing.T, p fuzzPool, workers, queued int) (release func()) {
+	t.Helper()
+	task, started, gate := blocker()
+	release = sync.OnceFunc(func() { close(gate) })
+	t.Cleanup(release)
+	for range workers + queued {
+		if err := p.submit(task); err != nil {
+			t.Fatalf("submit of a held task = %v", err)
+		}
+	}
+	for range workers {
+		<-started
+	}
+	return release
+}
+
+// acceptsAll checks that p accepts n tasks through submit and n more through try, none
+// refused, and returns a counter of the ones that have run. The caller keeps p's workers busy
+// meanwhile, so that the tasks pile up in its queue.
+func acceptsAll(t *testing.T, p fuzzPool, n int) *atomic.Int64 {
+	t.Helper()
+	ran := new(atomic.Int64)
+	task := func() { ran.Add(1) }
+	for i := range n {
+		if err := p.submit(task); err != nil {
+			t.Fatalf("submit %d = %v; stats %+v", i, err, p.Stats())
+		}
+		if !p.try(task) {
+			t.Fatalf("try %d = false; stats %+v", i, p.Stats())
+		}
+	}
+	if s := p.Stats(); s.Rejected != 0 {
+		t.Fatalf("Stats = %+v, want nothing rejected", s)
+	}
+	return ran
 }
 
 func TestBadInputPanicsWithClearMessage(t *testing.T) {
@@ -92,6 +201,32 @@ func TestSubmitRunsAcceptedTaskExactlyOnce(t *testing.T) {
 	if s := p.Stats(); s.Submitted != n || s.Completed != n {
 		t.Fatalf("Stats = %+v, want %d submitted and completed", s, n)
 	}
+}
+
+// TestQueuedTasksRunInFIFOOrder: tasks that wait for a busy worker, in a Pool's queue or a
+// FuncPool's, start in the order they were submitted.
+func TestQueuedTasksRunInFIFOOrder(t *testing.T) {
+	t.Parallel()
+	forEachKind(t, 1, nil, func(t *testing.T, p testPool) {
+		const n = 200
+		release := holdWorkers(t, p, 1, 0)
+		var order []int // appended to by the one worker only
+		for i := range n {
+			if err := p.submit(func() { order = append(order, i) }); err != nil {
+				t.Fatal(err)
+			}
+		}
+		release()
+		p.StopAndWait()
+		if len(order) != n {
+			t.Fatalf("%d of %d queued tasks ran", len(order), n)
+		}
+		for i, v := range order {
+			if v != i {
+				t.Fatalf("task %d ran in place %d", v, i)
+			}
+		}
+	})
 }
 
 // Under the race detector, these fail if what the caller wrote before Submit or Invoke is not
@@ -218,61 +353,54 @@ func TestNoMoreThanMaxWorkersRun(t *testing.T) {
 	}
 }
 
+// TestQueueSizeBoundsWaitingTasks: with every worker busy and the queue full, TrySubmit and
+// TryInvoke return false, and Submit and Invoke block until a task starts and makes room.
 func TestQueueSizeBoundsWaitingTasks(t *testing.T) {
 	t.Parallel()
 	const workers, queued = 2, 3
-	p := crew.New(workers, crew.WithQueueSize(queued))
-	task, started, release := blocker()
-	for range workers + queued {
-		if !p.TrySubmit(task) {
-			t.Fatal("TrySubmit refused a task within workers + queue size")
+	forEachKind(t, workers, []crew.Option{crew.WithQueueSize(queued)}, func(t *testing.T, p testPool) {
+		release := holdWorkers(t, p, workers, queued)
+		var ran atomic.Int32
+		task := func() { ran.Add(1) }
+		if p.try(task) {
+			t.Fatal("try accepted the queue size + 1-th waiting task")
 		}
-	}
-	for range workers {
-		<-started
-	}
-	if p.TrySubmit(task) {
-		t.Fatal("TrySubmit accepted the queue size + 1-th waiting task")
-	}
-	if s := p.Stats(); s.Waiting != queued || s.Running != workers || s.Rejected != 1 {
-		t.Fatalf("Stats = %+v, want %d waiting, %d running, 1 rejected", s, queued, workers)
-	}
+		if s := p.Stats(); s.Waiting != queued || s.Running != workers || s.Rejected != 1 {
+			t.Fatalf("Stats = %+v, want %d waiting, %d running, 1 rejected", s, queued, workers)
+		}
 
-	// A blocking Submit waits for room and is accepted once a task starts.
-	accepted := make(chan error)
-	go func() { accepted <- p.Submit(task) }()
-	select {
-	case err := <-accepted:
-		t.Fatalf("Submit returned %v on a full queue", err)
-	case <-time.After(20 * time.Millisecond):
-	}
-	close(release)
-	if err := <-accepted; err != nil {
-		t.Fatalf("Submit after room was made: %v", err)
-	}
-	p.StopAndWait()
-	if s := p.Stats(); s.Completed != workers+queued+1 {
-		t.Fatalf("Completed = %d, want %d", s.Completed, workers+queued+1)
-	}
+		// A blocking submit waits for room and is accepted once a task starts.
+		var err error
+		accepted := goRun(func() { err = p.submit(task) })
+		stillBlocked(t, "submit on a full queue", accepted)
+		release()
+		awaitReturn(t, "submit after room was made", accepted)
+		if err != nil {
+			t.Fatalf("submit after room was made: %v", err)
+		}
+		p.StopAndWait()
+		if s := p.Stats(); s.Completed != workers+queued+1 || ran.Load() != 1 {
+			t.Fatalf("Stats = %+v and %d of 1 blocked task ran, want %d completed",
+				s, ran.Load(), workers+queued+1)
+		}
+	})
 }
 
+// TestNonBlockingRejectsWithErrQueueFull: under WithNonBlocking, Submit and Invoke on a full
+// queue return ErrQueueFull at once and the task never runs.
 func TestNonBlockingRejectsWithErrQueueFull(t *testing.T) {
 	t.Parallel()
-	p := crew.New(1, crew.WithQueueSize(1), crew.WithNonBlocking())
-	task, started, release := blocker()
-	p.Submit(task)
-	<-started
-	if err := p.Submit(task); err != nil {
-		t.Fatalf("Submit into the free queue slot: %v", err)
-	}
-	if err := p.Submit(task); !errors.Is(err, crew.ErrQueueFull) {
-		t.Fatalf("Submit on a full queue = %v, want ErrQueueFull", err)
-	}
-	close(release)
-	p.StopAndWait()
-	if s := p.Stats(); s.Completed != 2 || s.Rejected != 1 {
-		t.Fatalf("Stats = %+v, want 2 completed, 1 rejected", s)
-	}
+	forEachKind(t, 1, []crew.Option{crew.WithQueueSize(1), crew.WithNonBlocking()}, func(t *testing.T, p testPool) {
+		release := holdWorkers(t, p, 1, 1)
+		if err := p.submit(func() { t.Error("refused task ran") }); !errors.Is(err, crew.ErrQueueFull) {
+			t.Fatalf("submit on a full queue = %v, want ErrQueueFull", err)
+		}
+		release()
+		p.StopAndWait()
+		if s := p.Stats(); s.Completed != 2 || s.Rejected != 1 {
+			t.Fatalf("Stats = %+v, want 2 completed, 1 rejected", s)
+		}
+	})
 }
 
 func TestStopReleasesBlockedSubmitters(t *testing.T) {
@@ -287,7 +415,7 @@ func TestStopReleasesBlockedSubmitters(t *testing.T) {
 	for range blocked {
 		go func() { errs <- p.Submit(func() { t.Error("refused task ran") }) }()
 	}
-	waitFor(t, "submitters to block", func() bool { return p.Stats().Waiting == 1 })
+	waitFor(t, "submitters to block", func() bool { return crew.BlockedSubmitters(p) == blocked })
 	p.Stop()
 	for range blocked {
 		if err := <-errs; !errors.Is(err, crew.ErrStopped) {
@@ -301,21 +429,48 @@ func TestStopReleasesBlockedSubmitters(t *testing.T) {
 	}
 }
 
+// TestSubmitContextGivesUpWhenContextEnds: SubmitContext and InvokeContext, blocked on a full
+// queue, give up when their context ends, with its error, and the task never runs.
 func TestSubmitContextGivesUpWhenContextEnds(t *testing.T) {
 	t.Parallel()
-	p := crew.New(1, crew.WithQueueSize(1))
-	task, started, release := blocker()
-	p.Submit(task)
-	<-started
-	p.Submit(task)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
-	defer cancel()
-	err := p.SubmitContext(ctx, func() { t.Error("task ran after its SubmitContext gave up") })
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("SubmitContext = %v, want context.DeadlineExceeded", err)
-	}
-	close(release)
-	p.StopAndWait()
+	forEachKind(t, 1, []crew.Option{crew.WithQueueSize(1)}, func(t *testing.T, p testPool) {
+		release := holdWorkers(t, p, 1, 1)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+		defer cancel()
+		var err error
+		awaitReturn(t, "blocked submitContext after its context ended", goRun(func() {
+			err = p.submitContext(ctx, func() { t.Error("task ran after its submit gave up") })
+		}))
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("submitContext = %v, want context.DeadlineExceeded", err)
+		}
+		release()
+		p.StopAndWait()
+	})
+}
+
+// TestRejectedCountsBlockedSubmitsWhoseContextEnded: Stats.Rejected counts each SubmitContext
+// or InvokeContext that waited on the full queue until its context ended.
+func TestRejectedCountsBlockedSubmitsWhoseContextEnded(t *testing.T) {
+	t.Parallel()
+	forEachKind(t, 1, []crew.Option{crew.WithQueueSize(1)}, func(t *testing.T, p testPool) {
+		const n = 3
+		release := holdWorkers(t, p, 1, 1)
+		for range n {
+			// The context ends long after the submit has found the queue full and blocked.
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+			err := p.submitContext(ctx, func() { t.Error("task ran after its submit gave up") })
+			cancel()
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("submitContext = %v, want context.DeadlineExceeded", err)
+			}
+		}
+		if s := p.Stats(); s.Rejected != n || s.Submitted != 2 {
+			t.Fatalf("Stats = %+v, want %d rejected, 2 submitted", s, n)
+		}
+		release()
+		p.StopAndWait()
+	})
 }
 
 func TestSubmitContextWithEndedContextAcceptsNothing(t *testing.T) {
@@ -367,39 +522,72 @@ func TestStopAndWaitLeavesNoGoroutine(t *testing.T) {
 	p.StopAndWait()
 }
 
+// TestSecondStopIsNoop: a second Stop, StopAndWait or Shutdown changes nothing: the pool
+// still refuses tasks, the tasks queued before the first Stop still run, and Stats stays as
+// it was.
 func TestSecondStopIsNoop(t *testing.T) {
 	t.Parallel()
-	p := crew.New(2)
-	p.Submit(func() {})
-	p.Stop()
-	p.Stop()
-	p.StopAndWait()
-	p.StopAndWait()
-	if err := p.Shutdown(context.Background()); err != nil {
-		t.Fatalf("Shutdown after StopAndWait = %v", err)
-	}
+	forEachKind(t, 1, nil, func(t *testing.T, p testPool) {
+		const queued = 10
+		release := holdWorkers(t, p, 1, 0)
+		var ran atomic.Int32
+		for range queued {
+			if err := p.submit(func() { ran.Add(1) }); err != nil {
+				t.Fatal(err)
+			}
+		}
+		p.Stop()
+		stopped := p.Stats()
+		p.Stop()
+		if s := p.Stats(); s != stopped {
+			t.Fatalf("Stats after the second Stop = %+v, after the first %+v", s, stopped)
+		}
+		if err := p.submit(func() { t.Error("task ran after Stop") }); !errors.Is(err, crew.ErrStopped) {
+			t.Fatalf("submit after the second Stop = %v, want ErrStopped", err)
+		}
+		release()
+		p.StopAndWait()
+		done := p.Stats()
+		p.StopAndWait()
+		p.Stop()
+		if err := p.Shutdown(context.Background()); err != nil {
+			t.Fatalf("Shutdown after StopAndWait = %v", err)
+		}
+		if s := p.Stats(); s != done {
+			t.Fatalf("Stats after a second StopAndWait, Stop and Shutdown = %+v, after the first StopAndWait %+v", s, done)
+		}
+		if got := ran.Load(); got != queued || done.Completed != queued+1 {
+			t.Fatalf("%d of %d queued tasks ran; stats %+v", got, queued, done)
+		}
+	})
 }
 
+// TestShutdownReturnsContextErrorWhenTasksOutlastIt: Pool's and FuncPool's Shutdown return
+// ctx.Err() when ctx ends before the accepted tasks have finished, and those still run.
 func TestShutdownReturnsContextErrorWhenTasksOutlastIt(t *testing.T) {
 	t.Parallel()
-	p := crew.New(1)
-	task, started, release := blocker()
-	p.Submit(task)
-	<-started
-	var after atomic.Bool
-	p.Submit(func() { after.Store(true) })
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
-	defer cancel()
-	if err := p.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("Shutdown = %v, want context.DeadlineExceeded", err)
-	}
-	close(release)
-	if err := p.Shutdown(context.Background()); err != nil {
-		t.Fatalf("second Shutdown = %v", err)
-	}
-	if !after.Load() {
-		t.Fatal("the queued task did not run after Shutdown gave up")
-	}
+	forEachKind(t, 1, nil, func(t *testing.T, p testPool) {
+		release := holdWorkers(t, p, 1, 0)
+		var after atomic.Bool
+		if err := p.submit(func() { after.Store(true) }); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+		defer cancel()
+		if err := p.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Shutdown = %v, want context.DeadlineExceeded", err)
+		}
+		if after.Load() {
+			t.Fatal("the queued task ran while the worker was held")
+		}
+		release()
+		if err := p.Shutdown(context.Background()); err != nil {
+			t.Fatalf("second Shutdown = %v", err)
+		}
+		if !after.Load() {
+			t.Fatal("the queued task did not run after Shutdown gave up")
+		}
+	})
 }
 
 func TestWaitKeepsPoolUsable(t *testing.T) {
@@ -419,6 +607,37 @@ func TestWaitKeepsPoolUsable(t *testing.T) {
 	p.Wait() // nothing pending: returns at once
 }
 
+// TestWaitWaitsForTasksAcceptedWhileItWaits: a task submitted, by a running task, after Wait
+// was called holds Wait up until it has finished too.
+func TestWaitWaitsForTasksAcceptedWhileItWaits(t *testing.T) {
+	t.Parallel()
+	p := crew.New(2)
+	defer p.StopAndWait()
+	waiting := make(chan struct{})
+	hold := make(chan struct{})
+	release := sync.OnceFunc(func() { close(hold) })
+	defer release() // before StopAndWait, should the test fail with the task held
+	var late atomic.Bool
+	if err := p.Submit(func() {
+		<-waiting
+		if err := p.Submit(func() { <-hold; late.Store(true) }); err != nil {
+			t.Error(err)
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	waited := goRun(func() {
+		close(waiting)
+		p.Wait()
+	})
+	stillBlocked(t, "Wait with a task accepted while it waits held", waited)
+	release()
+	awaitReturn(t, "Wait", waited)
+	if !late.Load() {
+		t.Fatal("Wait returned before the task accepted while it waited had finished")
+	}
+}
+
 func TestResizeLosesNoTask(t *testing.T) {
 	t.Parallel()
 	const n = 5000
@@ -436,11 +655,7 @@ func TestResizeLosesNoTask(t *testing.T) {
 	}
 	<-done
 	p.StopAndWait()
-	for i := range runs {
-		if got := runs[i].Load(); got != 1 {
-			t.Fatalf("task %d ran %d times", i, got)
-		}
-	}
+	ranOnce(t, runs)
 }
 
 func TestResizeGrowingStartsQueuedTasks(t *testing.T) {
@@ -462,43 +677,96 @@ func TestResizeGrowingStartsQueuedTasks(t *testing.T) {
 	p.StopAndWait()
 }
 
+// TestResizeShrinkingHoldsNewLimit: a shrinking Resize of a Pool or a FuncPool waits for the
+// busy workers above the new limit, and from its return no more tasks than that run at once.
 func TestResizeShrinkingHoldsNewLimit(t *testing.T) {
 	t.Parallel()
-	p := crew.New(4)
-	task, started, release := blocker()
-	for range 4 {
-		p.Submit(task)
+	forEachKind(t, 4, nil, func(t *testing.T, p testPool) {
+		release := holdWorkers(t, p, 4, 0)
+		var h highWater
+		counted := func() {
+			h.enter()
+			time.Sleep(50 * time.Microsecond)
+			h.exit()
+		}
+		for range 200 {
+			if err := p.submit(counted); err != nil {
+				t.Fatal(err)
+			}
+		}
+		resized := goRun(func() { p.Resize(2) })
+		stillBlocked(t, "shrinking Resize with 4 tasks running", resized)
+		release()
+		awaitReturn(t, "Resize(2)", resized)
+		if s := p.Stats(); s.MaxWorkers != 2 || s.Running > 2 {
+			t.Fatalf("Stats after shrinking = %+v", s)
+		}
+		p.StopAndWait()
+		if m := h.high.Load(); m > 2 {
+			t.Fatalf("%d tasks started after Resize(2) ran at once", m)
+		}
+	})
+}
+
+// TestStatsMaxWorkersWhileShrinkingIsWorkersAlive: while a shrinking Resize waits for the busy
+// workers above the new limit, MaxWorkers is the number of workers still alive, so Running
+// never exceeds it; once Resize returns, it is the new limit.
+func TestStatsMaxWorkersWhileShrinkingIsWorkersAlive(t *testing.T) {
+	t.Parallel()
+	p := crew.New(4, crew.WithIdleTimeout(time.Hour))
+	t.Cleanup(p.StopAndWait) // cleanups run last first: after the gates' closing below
+	started := make(chan struct{}, 4)
+	gates := make([]chan struct{}, 4)
+	for i := range gates {
+		gates[i] = make(chan struct{})
+		t.Cleanup(func() {
+			select {
+			case <-gates[i]:
+			default:
+				close(gates[i])
+			}
+		})
+		if err := p.Submit(func() { started <- struct{}{}; <-gates[i] }); err != nil {
+			t.Fatal(err)
+		}
 	}
-	for range 4 {
+	for range gates {
 		<-started
 	}
-	var h highWater
-	counted := func() {
-		h.enter()
-		time.Sleep(50 * time.Microsecond)
-		h.exit()
+	resized := goRun(func() { p.Resize(1) })
+	for i, alive := range []int{3, 2} {
+		close(gates[i])
+		waitFor(t, fmt.Sprintf("%d workers left", alive), func() bool {
+			s := p.Stats()
+			return s.MaxWorkers == alive && s.Running == alive && s.Idle == 0
+		})
+		stillBlocked(t, "shrinking Resize with tasks above the limit running", resized)
 	}
-	for range 200 {
-		p.Submit(counted)
+	close(gates[2])
+	awaitReturn(t, "Resize(1)", resized)
+	if s := p.Stats(); s.MaxWorkers != 1 || s.Running != 1 {
+		t.Fatalf("Stats after Resize(1) returned = %+v, want MaxWorkers 1 and the last task running", s)
 	}
-	resized := make(chan struct{})
-	go func() {
-		p.Resize(2)
-		close(resized)
-	}()
-	select {
-	case <-resized:
-		t.Fatal("shrinking Resize returned while 4 tasks were running")
-	case <-time.After(10 * time.Millisecond):
-	}
-	close(release)
-	<-resized
-	if s := p.Stats(); s.MaxWorkers != 2 || s.Running > 2 {
-		t.Fatalf("Stats after shrinking = %+v", s)
-	}
-	p.StopAndWait()
-	if m := h.high.Load(); m > 2 {
-		t.Fatalf("%d tasks started after Resize(2) ran at once", m)
+}
+
+// TestResizeShrinkingMakesIdleWorkersExit: the idle workers above a lowered limit have exited
+// by the time Resize returns, whether WithMinWorkers keeps them or a long idle timeout would.
+func TestResizeShrinkingMakesIdleWorkersExit(t *testing.T) {
+	t.Parallel()
+	for name, opt := range map[string]crew.Option{
+		"min workers":  crew.WithMinWorkers(4),
+		"idle timeout": crew.WithIdleTimeout(time.Hour),
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			p := crew.New(4, opt)
+			defer p.StopAndWait()
+			parkWorkers(t, p, 4)
+			awaitReturn(t, "Resize(1) with 4 idle workers", goRun(func() { p.Resize(1) }))
+			if s := p.Stats(); s.MaxWorkers != 1 || s.Idle > 1 || s.Running != 0 {
+				t.Fatalf("Stats after Resize(1) = %+v, want a limit of 1, at most 1 idle, none running", s)
+			}
+		})
 	}
 }
 
@@ -585,12 +853,22 @@ func panicsWithBoom() { panic("boom") }
 
 func TestDefaultPanicHandlerLogsWithSlog(t *testing.T) {
 	// Not parallel: it swaps the default logger.
+	defaultHandlerLogs(t)
+}
+
+// defaultHandlerLogs runs a task that panics on a pool built with opts, and fails t unless
+// the slog default logger got the panic's value and stack, as the default handler logs them.
+// It swaps the default logger meanwhile, so it is not for parallel tests.
+func defaultHandlerLogs(t *testing.T, opts ...crew.Option) {
+	t.Helper()
 	var buf bytes.Buffer
 	old := slog.Default()
 	slog.SetDefault(slog.New(slog.NewTextHandler(&buf, nil)))
 	defer slog.SetDefault(old)
-	p := crew.New(1)
-	p.Submit(panicsWithBoom)
+	p := crew.New(1, opts...)
+	if err := p.Submit(panicsWithBoom); err != nil {
+		t.Fatal(err)
+	}
 	p.StopAndWait()
 	out := buf.String()
 	if !strings.Contains(out, "boom") || !strings.Contains(out, "panicsWithBoom") {
@@ -686,6 +964,83 @@ func TestSubPoolLimitHolds(t *testing.T) {
 	}
 }
 
+// TestSubPoolQueueIsUnbounded: a sub-pool accepts every task however many wait, even under
+// a parent whose bounded, non-blocking queue is full.
+func TestSubPoolQueueIsUnbounded(t *testing.T) {
+	t.Parallel()
+	const n = 1000
+	p := crew.New(1, crew.WithQueueSize(1), crew.WithNonBlocking())
+	release := holdWorkers(t, plainPool{p}, 1, 1)
+	if err := p.Submit(func() {}); !errors.Is(err, crew.ErrQueueFull) {
+		t.Fatalf("parent Submit on its full queue = %v, want ErrQueueFull", err)
+	}
+	sub := p.Sub(1)
+	ran := acceptsAll(t, plainPool{sub}, n)
+	release()
+	p.StopAndWait()
+	if got := ran.Load(); got != 2*n {
+		t.Fatalf("%d of %d sub-pool tasks ran", got, 2*n)
+	}
+}
+
+// TestShutdownWaitsForSubPoolTasks: a pool's Shutdown waits for its sub-pools' accepted tasks:
+// it returns ctx.Err() if ctx ends while one runs, and nil once they have all finished.
+func TestShutdownWaitsForSubPoolTasks(t *testing.T) {
+	t.Parallel()
+	const n = 10
+	p := crew.New(2)
+	sub := p.Sub(1)
+	release := holdWorkers(t, plainPool{sub}, 1, 0)
+	var ran atomic.Int32
+	for range n {
+		if err := sub.Submit(func() { ran.Add(1) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	if err := p.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("parent Shutdown with a sub-pool task running = %v, want context.DeadlineExceeded", err)
+	}
+	release()
+	if err := p.Shutdown(context.Background()); err != nil {
+		t.Fatalf("second Shutdown = %v", err)
+	}
+	if got := ran.Load(); got != n {
+		t.Fatalf("%d of %d sub-pool tasks had run when Shutdown returned", got, n)
+	}
+}
+
+// TestSubPoolRunningCountsWorkersWaitingForParent: a sub-pool's worker that waits in the
+// parent's queue, all the parent's workers being busy, counts as running in the sub-pool's
+// Stats, although none of its tasks has started.
+func TestSubPoolRunningCountsWorkersWaitingForParent(t *testing.T) {
+	t.Parallel()
+	const n = 3
+	p := crew.New(1)
+	release := holdWorkers(t, plainPool{p}, 1, 0)
+	sub := p.Sub(n)
+	var ran atomic.Int32
+	for range n {
+		if err := sub.Submit(func() { ran.Add(1) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, ps := sub.Stats(), p.Stats()
+	if s.Running < 1 || s.Running+s.Waiting != n || s.Idle != 0 || ran.Load() != 0 {
+		t.Fatalf("sub-pool Stats = %+v with %d tasks run, want its %d tasks waiting or held by running workers",
+			s, ran.Load(), n)
+	}
+	if ps.Waiting != s.Running {
+		t.Fatalf("parent Stats = %+v, want the sub-pool's %d running workers waiting in its queue", ps, s.Running)
+	}
+	release()
+	p.StopAndWait()
+	if got := ran.Load(); got != n {
+		t.Fatalf("%d of %d sub-pool tasks ran", got, n)
+	}
+}
+
 func TestStoppingSubPoolLeavesParentWorking(t *testing.T) {
 	t.Parallel()
 	p := crew.New(2)
@@ -763,28 +1118,39 @@ func TestMinWorkersStartWithPool(t *testing.T) {
 	}
 }
 
+// frozenClock returns a clock for WithClock that always reads start: the pool's own reaper
+// then never finds a worker idle for long, and only ReapIdle, at a time the test picks, does.
+func frozenClock() (start time.Time, clock func() time.Time) {
+	start = time.Now()
+	return start, func() time.Time { return start }
+}
+
+// parkWorkers has p's n workers run a task each at once, and waits until all n are idle.
+func parkWorkers(t *testing.T, p *crew.Pool, n int) {
+	t.Helper()
+	holdWorkers(t, plainPool{p}, n, 0)()
+	waitFor(t, "workers to park", func() bool { return p.Stats().Idle == n })
+}
+
+// reapsAtIdleTimeout checks that ReapIdle dismisses no worker of p parked at start before
+// timeout has passed, and want of them once it has.
+func reapsAtIdleTimeout(t *testing.T, p *crew.Pool, start time.Time, timeout time.Duration, want int) {
+	t.Helper()
+	if n := crew.ReapIdle(p, start.Add(timeout-time.Nanosecond)); n != 0 {
+		t.Fatalf("reaped %d workers before the idle timeout of %v", n, timeout)
+	}
+	if n := crew.ReapIdle(p, start.Add(timeout)); n != want {
+		t.Fatalf("reaped %d workers at the idle timeout of %v, want %d", n, timeout, want)
+	}
+}
+
 func TestIdleWorkersAboveMinimumAreReaped(t *testing.T) {
 	t.Parallel()
-	var mu sync.Mutex
-	now := time.Now()
-	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	start, clock := frozenClock()
 	p := crew.New(8, crew.WithMinWorkers(2), crew.WithIdleTimeout(time.Hour), crew.WithClock(clock))
 	defer p.StopAndWait()
-	task, started, release := blocker()
-	for range 8 {
-		p.Submit(task)
-	}
-	for range 8 {
-		<-started
-	}
-	close(release)
-	waitFor(t, "8 idle workers", func() bool { return p.Stats().Idle == 8 })
-	if n := crew.ReapIdle(p, clock().Add(59*time.Minute)); n != 0 {
-		t.Fatalf("reaped %d workers before the idle timeout", n)
-	}
-	if n := crew.ReapIdle(p, clock().Add(time.Hour)); n != 6 {
-		t.Fatalf("reaped %d workers at the idle timeout, want 6 (keeping 2)", n)
-	}
+	parkWorkers(t, p, 8)
+	reapsAtIdleTimeout(t, p, start, time.Hour, 6) // keeping 2
 	waitFor(t, "2 idle workers", func() bool { return p.Stats().Idle == 2 })
 	var ran atomic.Bool
 	p.Submit(func() { ran.Store(true) })
@@ -794,29 +1160,35 @@ func TestIdleWorkersAboveMinimumAreReaped(t *testing.T) {
 	}
 }
 
+// TestIdleWorkersExitAfterIdleTimeout: the pool's own reaper, on the real clock, dismisses
+// workers idle for the 1 ms WithIdleTimeout sets. The deadline is half of DefaultIdleTimeout,
+// so a pool that ignored the option fails it.
 func TestIdleWorkersExitAfterIdleTimeout(t *testing.T) {
 	t.Parallel()
 	p := crew.New(4, crew.WithIdleTimeout(time.Millisecond))
 	defer p.StopAndWait()
-	for range 4 {
-		p.Submit(func() { time.Sleep(time.Millisecond) })
-	}
+	holdWorkers(t, plainPool{p}, 4, 0)()
 	p.Wait()
-	waitFor(t, "idle workers to be reaped", func() bool {
+	waitWithin(t, crew.DefaultIdleTimeout/2, "idle workers to be reaped", func() bool {
 		s := p.Stats()
 		return s.Idle == 0 && s.Running == 0
 	})
 }
 
+// TestIdleTimeoutZeroExitsAtOnce: with an idle timeout of 0, the workers above the minimum
+// exit as soon as they find nothing to do. The clock is frozen, so the reaper would never
+// dismiss them: a pool that ignored the option keeps 4 idle workers and fails the poll.
 func TestIdleTimeoutZeroExitsAtOnce(t *testing.T) {
 	t.Parallel()
-	p := crew.New(4, crew.WithIdleTimeout(0))
+	_, clock := frozenClock()
+	p := crew.New(4, crew.WithMinWorkers(1), crew.WithIdleTimeout(0), crew.WithClock(clock))
 	defer p.StopAndWait()
-	for range 100 {
-		p.Submit(func() {})
-	}
+	holdWorkers(t, plainPool{p}, 4, 0)()
 	p.Wait()
-	waitFor(t, "workers to exit", func() bool { return p.Stats().Idle == 0 })
+	waitFor(t, "the workers above the minimum to exit", func() bool {
+		s := p.Stats()
+		return s.Idle == 1 && s.Running == 0
+	})
 }
 
 func TestInvokeAllocatesNothing(t *testing.T) {
@@ -931,22 +1303,32 @@ func TestNewPoolReusesQueueMemoryOfAStoppedOne(t *testing.T) {
 	}
 }
 
+// TestInvokeTakesNilPointerAsArgument: a nil pointer and a nil interface are arguments like
+// any other: Invoke accepts them and fn is called with nil.
 func TestInvokeTakesNilPointerAsArgument(t *testing.T) {
 	t.Parallel()
-	got := make(chan *int, 1)
-	p := crew.NewFunc(1, func(v *int) { got <- v })
+	invokesWithNil[*int](t, "nil *int")
+	invokesWithNil[error](t, "nil error")
+}
+
+// invokesWithNil checks that a FuncPool[T] accepts T's zero value (nil, for a pointer or an
+// interface) and calls fn with it.
+func invokesWithNil[T comparable](t *testing.T, name string) {
+	t.Helper()
+	got := make(chan T, 1)
+	p := crew.NewFunc(1, func(v T) { got <- v })
 	defer p.StopAndWait()
-	if err := p.Invoke(nil); err != nil {
-		t.Fatalf("Invoke(nil) = %v", err)
+	var zero T
+	if err := p.Invoke(zero); err != nil {
+		t.Fatalf("Invoke(%s) = %v", name, err)
 	}
-	if v := <-got; v != nil {
-		t.Fatalf("fn got %v, want nil", v)
-	}
-	var e error
-	q := crew.NewFunc(1, func(error) {})
-	defer q.StopAndWait()
-	if err := q.Invoke(e); err != nil {
-		t.Fatalf("Invoke(nil error) = %v", err)
+	select {
+	case v := <-got:
+		if v != zero {
+			t.Fatalf("fn got %v, want %s", v, name)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("fn was not called with %s", name)
 	}
 }
 
@@ -966,4 +1348,75 @@ func TestCallsFromTaskNeverDeadlock(t *testing.T) {
 	})
 	<-done
 	p.StopAndWait()
+}
+
+// TestBlockingSubmitFromTaskIntoItsOwnFullQueueWaitsForAWorker: a task's Submit into its own
+// pool's full queue is treated like any other: it blocks, takes no room beyond the bound, and
+// is accepted when another worker makes room; when the task holds the only worker, no worker
+// ever does, and only the context of a SubmitContext ends the wait.
+func TestBlockingSubmitFromTaskIntoItsOwnFullQueueWaitsForAWorker(t *testing.T) {
+	t.Parallel()
+	t.Run("another worker makes room", func(t *testing.T) {
+		t.Parallel()
+		p := crew.New(2, crew.WithQueueSize(1))
+		release := holdWorkers(t, plainPool{p}, 1, 0)
+		var ran atomic.Int32
+		count := func() { ran.Add(1) }
+		full := make(chan struct{})
+		submitted := make(chan struct{})
+		var inner error
+		if err := p.Submit(func() {
+			<-full
+			inner = p.Submit(count)
+			close(submitted)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if s := p.Stats(); s.Running != 2 {
+			t.Fatalf("Stats = %+v, want the submitting task on the second worker", s)
+		}
+		if err := p.Submit(count); err != nil { // takes the queue's one slot
+			t.Fatal(err)
+		}
+		close(full)
+		stillBlocked(t, "Submit from a task into its own full queue", submitted)
+		if s := p.Stats(); s.Waiting != 1 || s.Running != 2 || s.Rejected != 0 {
+			t.Fatalf("Stats with the task's Submit blocked = %+v, want 1 waiting, 2 running, none rejected", s)
+		}
+		release()
+		awaitReturn(t, "Submit from a task once a worker made room", submitted)
+		if inner != nil {
+			t.Fatalf("Submit from a task once a worker made room = %v", inner)
+		}
+		p.StopAndWait()
+		if got := ran.Load(); got != 2 {
+			t.Fatalf("%d of 2 tasks ran", got)
+		}
+	})
+	t.Run("the task holds the only worker", func(t *testing.T) {
+		t.Parallel()
+		p := crew.New(1, crew.WithQueueSize(1))
+		var ran atomic.Int32
+		count := func() { ran.Add(1) }
+		var first, second error
+		done := make(chan struct{})
+		if err := p.Submit(func() {
+			defer close(done)
+			first = p.Submit(count) // takes the queue's one slot
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+			defer cancel()
+			second = p.SubmitContext(ctx, count)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		awaitReturn(t, "the submitting task", done)
+		if first != nil || !errors.Is(second, context.DeadlineExceeded) {
+			t.Fatalf("Submit, SubmitContext from the only worker's task = %v, %v; want nil, context.DeadlineExceeded",
+				first, second)
+		}
+		p.StopAndWait()
+		if s := p.Stats(); ran.Load() != 1 || s.Rejected != 1 {
+			t.Fatalf("%d tasks ran, stats %+v; want the 1 accepted one, 1 rejected", ran.Load(), s)
+		}
+	})
 }

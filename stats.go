@@ -9,7 +9,8 @@ import "github.com/crewgo/crew/internal/worker"
 // running when a shrinking [Pool.Resize] returned, and no counter goes backwards between two
 // snapshots.
 type Stats struct {
-	// MaxWorkers is the current worker limit.
+	// MaxWorkers is the current worker limit. While a shrinking [Pool.Resize] waits for the
+	// busy workers above the new limit, it is the number of workers still alive.
 	MaxWorkers int
 	// Running is the number of workers running a task. For a sub-pool it also counts workers
 	// that wait for one of the parent's. A worker that has finished a task counts as running

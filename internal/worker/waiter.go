@@ -52,6 +52,18 @@ func (l *waiterList[T]) pop() *waiter[T] {
 	return w
 }
 
+// BlockedSubmitters returns how many submitters wait in Submit for room in the full queue.
+// Tests use it to know that their submitters have blocked.
+func (e *Engine[T]) BlockedSubmitters() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	n := 0
+	for w := e.blocked.head; w != nil; w = w.next {
+		n++
+	}
+	return n
+}
+
 // waiters recycles waiter values (of every T, hence any) so that a submitter that blocks
 // does not allocate in steady state.
 var waiters sync.Pool
