@@ -17,7 +17,10 @@
 //	crew.tasks.submitted   {task}    accepted tasks
 //	crew.tasks.completed   {task}    tasks that returned
 //	crew.tasks.panicked    {task}    tasks that panicked
-//	crew.tasks.rejected    {task}    submits not accepted because the queue was full
+//	crew.tasks.rejected    {task}    submits that found the queue full and could not wait,
+//	                                 and blocked submits whose context ended first
+//
+// Each instrument reports one field of [crew.Stats], whose comment says exactly what it counts.
 package crewotel
 
 import (
@@ -74,8 +77,8 @@ func (r *Registration) Close() error { return r.Unregister() }
 
 // Observe registers the crew instruments with meter and a callback that reports the Stats of
 // src, with the attribute pool=name, at each collection. The callback reads one Stats snapshot
-// per collection. It panics if name is empty, src is nil, or an option sets the "pool"
-// attribute; it returns an error, and registers nothing, if the meter cannot create an
+// per collection. It panics if name is empty, src is nil, meter is nil, or an option sets the
+// "pool" attribute; it returns an error, and registers nothing, if the meter cannot create an
 // instrument or register the callback.
 //
 // Several pools may be observed through one meter under different names; the instruments are
@@ -119,7 +122,7 @@ func Observe(meter metric.Meter, name string, src StatsSource, opts ...Option) (
 	tasksSubmitted := counter("crew.tasks.submitted", "Tasks accepted by the pool.")
 	tasksCompleted := counter("crew.tasks.completed", "Tasks of the pool that returned.")
 	tasksPanicked := counter("crew.tasks.panicked", "Tasks of the pool that panicked.")
-	tasksRejected := counter("crew.tasks.rejected", "Submits the pool did not accept because its queue was full.")
+	tasksRejected := counter("crew.tasks.rejected", "Submits the pool did not accept because its queue was full or their context ended while they waited.")
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}

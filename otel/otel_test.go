@@ -3,9 +3,12 @@ package crewotel_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"math"
 	"reflect"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -51,14 +54,28 @@ var (
 // newMeter returns a meter whose metrics the returned reader collects on demand.
 func newMeter(t *testing.T) (metric.Meter, *sdkmetric.ManualReader) {
 	t.Helper()
-	r := sdkmetric.NewManualReader()
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(r))
+	meter, readers := newMeterReaders(t, 1)
+	return meter, readers[0]
+}
+
+// newMeterReaders returns a meter with n readers. Each reader runs the callbacks for its own
+// collections, so collections through different readers run the callbacks at the same time.
+func newMeterReaders(t *testing.T, n int) (metric.Meter, []*sdkmetric.ManualReader) {
+	t.Helper()
+	var readers []*sdkmetric.ManualReader
+	var opts []sdkmetric.Option
+	for range n {
+		r := sdkmetric.NewManualReader()
+		readers = append(readers, r)
+		opts = append(opts, sdkmetric.WithReader(r))
+	}
+	mp := sdkmetric.NewMeterProvider(opts...)
 	t.Cleanup(func() {
 		if err := mp.Shutdown(context.Background()); err != nil {
 			t.Error(err)
 		}
 	})
-	return mp.Meter("crewotel_test"), r
+	return mp.Meter("crewotel_test"), readers
 }
 
 // point is one data point: its instrument and its attributes, rendered.
@@ -71,9 +88,20 @@ type point struct {
 // instrument has the wrong kind, unit or monotonicity.
 func collect(t *testing.T, r *sdkmetric.ManualReader) map[point]int64 {
 	t.Helper()
+	got, err := tryCollect(t, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// tryCollect is collect for goroutines other than the test's: it returns the error of the
+// collection instead of ending the test.
+func tryCollect(t *testing.T, r *sdkmetric.ManualReader) (map[point]int64, error) {
+	t.Helper()
 	var rm metricdata.ResourceMetrics
 	if err := r.Collect(context.Background(), &rm); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	monotonic := map[string]bool{}
 	for _, n := range upDownNames {
@@ -113,7 +141,7 @@ func collect(t *testing.T, r *sdkmetric.ManualReader) map[point]int64 {
 			}
 		}
 	}
-	return got
+	return got, nil
 }
 
 // points returns the data points a snapshot s of pool should produce.
@@ -312,20 +340,308 @@ func TestWithAttributesAddsAttributes(t *testing.T) {
 	}
 }
 
-// failingMeter is a meter whose callback registration fails.
-type failingMeter struct{ noop.Meter }
+// fakeMeter is a meter that fails where it is told to and counts the callbacks it registers
+// and unregisters.
+type fakeMeter struct {
+	noop.Meter
+	failInstrument string // creating the instrument of this name fails with errInstrument
+	registerErr    error  // RegisterCallback returns it
+	unregisterErr  error  // Unregister returns it
+	registered     atomic.Int32
+	unregistered   atomic.Int32
+}
 
-var errRegister = errors.New("register failed")
+var (
+	errInstrument = errors.New("instrument failed")
+	errRegister   = errors.New("register failed")
+	errUnregister = errors.New("unregister failed")
+)
 
-func (failingMeter) RegisterCallback(metric.Callback, ...metric.Observable) (metric.Registration, error) {
-	return nil, errRegister
+func (m *fakeMeter) Int64ObservableCounter(name string, opts ...metric.Int64ObservableCounterOption) (metric.Int64ObservableCounter, error) {
+	if name == m.failInstrument {
+		return nil, errInstrument
+	}
+	return m.Meter.Int64ObservableCounter(name, opts...)
+}
+
+func (m *fakeMeter) Int64ObservableUpDownCounter(name string, opts ...metric.Int64ObservableUpDownCounterOption) (metric.Int64ObservableUpDownCounter, error) {
+	if name == m.failInstrument {
+		return nil, errInstrument
+	}
+	return m.Meter.Int64ObservableUpDownCounter(name, opts...)
+}
+
+func (m *fakeMeter) RegisterCallback(metric.Callback, ...metric.Observable) (metric.Registration, error) {
+	m.registered.Add(1)
+	if m.registerErr != nil {
+		return nil, m.registerErr
+	}
+	return fakeRegistration{m: m}, nil
+}
+
+// fakeRegistration is a callback registered with a fakeMeter.
+type fakeRegistration struct {
+	noop.Registration
+	m *fakeMeter
+}
+
+func (r fakeRegistration) Unregister() error {
+	r.m.unregistered.Add(1)
+	return r.m.unregisterErr
 }
 
 func TestObserveReturnsRegistrationError(t *testing.T) {
-	reg, err := crewotel.Observe(failingMeter{}, "p", fixedSource{})
+	reg, err := crewotel.Observe(&fakeMeter{registerErr: errRegister}, "p", fixedSource{})
 	if !errors.Is(err, errRegister) || reg != nil {
 		t.Fatalf("Observe = %v, %v; want nil, %v", reg, err, errRegister)
 	}
+}
+
+func TestObserveRegistersNothingIfMeterCannotCreateInstrument(t *testing.T) {
+	for _, name := range append(append([]string{}, upDownNames...), counterNames...) {
+		t.Run(name, func(t *testing.T) {
+			m := &fakeMeter{failInstrument: name}
+			reg, err := crewotel.Observe(m, "p", fixedSource{})
+			if !errors.Is(err, errInstrument) || reg != nil {
+				t.Fatalf("Observe = %v, %v; want nil, %v", reg, err, errInstrument)
+			}
+			if n := m.registered.Load(); n != 0 {
+				t.Fatalf("RegisterCallback called %d times, want 0", n)
+			}
+		})
+	}
+}
+
+func TestSecondUnregisterDoesNothingAndReturnsFirstError(t *testing.T) {
+	m := &fakeMeter{unregisterErr: errUnregister}
+	reg, err := crewotel.Observe(m, "p", fixedSource{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := reg.Unregister()
+	if !errors.Is(first, errUnregister) {
+		t.Fatalf("first Unregister = %v, want %v", first, errUnregister)
+	}
+	if second := reg.Close(); second != first {
+		t.Fatalf("second Unregister (Close) = %v, want the first call's %v", second, first)
+	}
+	if n := m.unregistered.Load(); n != 1 {
+		t.Fatalf("the meter's Unregister called %d times, want 1", n)
+	}
+}
+
+func TestCounterPastInt64StaysAtMaxInt64(t *testing.T) {
+	meter, r := newMeter(t)
+	s := crew.Stats{
+		Submitted: math.MaxInt64, Completed: math.MaxInt64 + 1,
+		Panicked: math.MaxUint64, Rejected: math.MaxInt64 + 12345,
+	}
+	reg, err := crewotel.Observe(meter, "huge", fixedSource{s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg.Unregister()
+	got := collect(t, r)
+	for _, name := range counterNames {
+		if v, ok := got[point{name, "pool=huge"}]; !ok || v != math.MaxInt64 {
+			t.Errorf("%s = %d (present %v), want %d", name, v, ok, int64(math.MaxInt64))
+		}
+	}
+}
+
+// cancelOnDone is a context that cancels itself when its Done channel is asked for.
+// SubmitContext checks Err before it asks, so a submit given a cancelOnDone on a full queue
+// gets past that check, blocks, and then finds its context ended: a blocked submit whose
+// context ended first, made without waiting for a timer.
+type cancelOnDone struct {
+	context.Context
+	cancel context.CancelFunc
+}
+
+func (c cancelOnDone) Done() <-chan struct{} {
+	c.cancel()
+	return c.Context.Done()
+}
+
+func TestRejectedCountsBlockedSubmitsWhoseContextEnded(t *testing.T) {
+	meter, r := newMeter(t)
+	p := crew.New(1, crew.WithQueueSize(1))
+	defer p.StopAndWait()
+	release := make(chan struct{})
+	defer close(release)
+	reg, err := crewotel.Observe(meter, "ctx", p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg.Unregister()
+
+	// One task holds the worker and one fills the queue.
+	if err := p.Submit(func() { <-release }); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, p, "the worker running", func(s crew.Stats) bool { return s.Running == 1 })
+	if err := p.Submit(func() {}); err != nil {
+		t.Fatal(err)
+	}
+	if p.TrySubmit(func() {}) {
+		t.Fatal("TrySubmit on a full queue succeeded")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := p.SubmitContext(cancelOnDone{ctx, cancel}, func() {}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("SubmitContext on a full queue with its context ending = %v, want context.Canceled", err)
+	}
+	if v := collect(t, r)[point{"crew.tasks.rejected", "pool=ctx"}]; v != 2 {
+		t.Fatalf("crew.tasks.rejected = %d, want 2", v)
+	}
+}
+
+// checkCollection returns an error if the data points of pool in cur are not consistent with
+// each other, or if a counter in them is below its value in prev, the collection before it.
+// A collection without data points for pool (after it was unregistered) passes.
+func checkCollection(pool string, prev, cur map[point]int64) error {
+	v := func(m map[point]int64, name string) (int64, bool) {
+		n, ok := m[point{name, pool}]
+		return n, ok
+	}
+	sub, ok := v(cur, "crew.tasks.submitted")
+	if !ok {
+		return nil
+	}
+	completed, _ := v(cur, "crew.tasks.completed")
+	panicked, _ := v(cur, "crew.tasks.panicked")
+	if completed+panicked > sub {
+		return fmt.Errorf("completed %d + panicked %d > submitted %d", completed, panicked, sub)
+	}
+	if run, limit := cur[point{"crew.workers.running", pool}], cur[point{"crew.workers.max", pool}]; run > limit {
+		return fmt.Errorf("running %d > max %d", run, limit)
+	}
+	for _, name := range counterNames {
+		if before, ok := v(prev, name); ok && cur[point{name, pool}] < before {
+			return fmt.Errorf("%s went back from %d to %d", name, before, cur[point{name, pool}])
+		}
+	}
+	return nil
+}
+
+// spawn starts n goroutines, counted by wg, that each wait for release and then run fn with
+// their index.
+func spawn(wg *sync.WaitGroup, n int, release <-chan struct{}, fn func(i int)) {
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-release
+			fn(i)
+		}()
+	}
+}
+
+// submitCounts counts the submits of keepBusy.
+type submitCounts struct{ accepted, refused atomic.Uint64 }
+
+// keepBusy starts 8 submitters, counted by wg, that wait for start and then, until stop is
+// closed, submit to p tasks that return and tasks that panic (p needs a panic handler): half
+// with Submit, half with TrySubmit, which a full queue refuses.
+func keepBusy(t *testing.T, wg *sync.WaitGroup, p *crew.Pool, start, stop <-chan struct{}) *submitCounts {
+	c := &submitCounts{}
+	spawn(wg, 8, start, func(int) {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			task := func() {}
+			if i%7 == 0 {
+				task = func() { panic("planned panic") }
+			}
+			if i%2 == 0 {
+				if err := p.Submit(task); err != nil {
+					t.Errorf("Submit: %v", err)
+					return
+				}
+				c.accepted.Add(1)
+			} else if p.TrySubmit(task) {
+				c.accepted.Add(1)
+			} else {
+				c.refused.Add(1)
+			}
+		}
+	})
+	return c
+}
+
+// TestStressRegistrationIsSafeForConcurrentUse collects from 64 goroutines at once, through
+// two readers so that the callback itself runs in two collections at a time, while submitters
+// keep the pool busy with tasks that return, tasks that panic and submits that are rejected.
+// Halfway through, 16 more goroutines, released together, close the Registration. Under -race
+// it proves the callback and the Registration safe for concurrent use; each collection must
+// be consistent, no counter may go back between two collections of one goroutine, every Close
+// must return nil, and no collection that starts after a Close has returned may report the
+// pool.
+func TestStressRegistrationIsSafeForConcurrentUse(t *testing.T) {
+	const collectors, closers = 64, 16
+	collections := 100
+	if testing.Short() {
+		collections = 10
+	}
+	meter, readers := newMeterReaders(t, 2)
+	p := crew.New(4, crew.WithQueueSize(8), crew.WithPanicHandler(func(any, []byte) {}))
+	defer p.StopAndWait()
+	reg, err := crewotel.Observe(meter, "stress", p)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	start, collected := make(chan struct{}), make(chan struct{})
+	var submitting, closing, collecting sync.WaitGroup
+	keepBusy(t, &submitting, p, start, collected)
+
+	// The closers go straight from their release to Close, with nothing in between that the
+	// race detector could take for synchronization between them.
+	closeNow, unregistered := make(chan struct{}), make(chan struct{})
+	var halfway, returned sync.Once
+	spawn(&closing, closers, closeNow, func(i int) {
+		if err := reg.Close(); err != nil {
+			t.Errorf("closer %d: Close = %v, want nil", i, err)
+		}
+		returned.Do(func() { close(unregistered) })
+	})
+
+	var done atomic.Int64
+	spawn(&collecting, collectors, start, func(i int) {
+		var prev map[point]int64
+		for n := range collections {
+			if done.Add(1) == collectors*int64(collections)/2 {
+				halfway.Do(func() { close(closeNow) })
+			}
+			var afterClose bool
+			select {
+			case <-unregistered:
+				afterClose = true
+			default:
+			}
+			cur, err := tryCollect(t, readers[i%2])
+			if err == nil {
+				err = checkCollection("pool=stress", prev, cur)
+			}
+			if err == nil && afterClose && len(cur) != 0 {
+				err = fmt.Errorf("collection after Close returned has data points: %v", cur)
+			}
+			if err != nil {
+				t.Errorf("collector %d, collection %d: %v", i, n, err)
+				return
+			}
+			prev = cur
+		}
+	})
+	close(start)
+	collecting.Wait()
+	halfway.Do(func() { close(closeNow) }) // in case a collector failed before halfway
+	closing.Wait()
+	close(collected)
+	submitting.Wait()
 }
 
 func TestObserveValidatesArguments(t *testing.T) {

@@ -17,7 +17,10 @@
 //	crew_tasks_submitted_total   accepted tasks
 //	crew_tasks_completed_total   tasks that returned
 //	crew_tasks_panicked_total    tasks that panicked
-//	crew_tasks_rejected_total    submits that were not accepted because the queue was full
+//	crew_tasks_rejected_total    submits that found the queue full and could not wait, and
+//	                             blocked submits whose context ended first
+//
+// Each metric reports one field of [crew.Stats], whose comment says exactly what it counts.
 package prom
 
 import (
@@ -69,9 +72,13 @@ type Collector struct {
 }
 
 // NewCollector returns a collector exporting the Stats of src, labelled pool=name. It panics if
-// name is empty, src is nil, or an option sets the "pool" label. Two collectors registered with
-// the same registry need different names (or different constant labels); the registry rejects
-// the second otherwise.
+// name is empty, src is nil, or an option sets the "pool" label.
+//
+// Collectors registered with one registry must all have the same constant label names (the
+// same keys passed to [WithConstLabels], or none), and no two may have the same name and the
+// same label values; the registry rejects a collector that breaks either rule. So pools on one
+// registry are told apart by their names or by different values of the same labels, never by
+// a label that only some of the collectors have.
 func NewCollector(name string, src StatsSource, opts ...Option) *Collector {
 	if name == "" {
 		panic("prom: NewCollector: name must not be empty")
@@ -102,7 +109,7 @@ func NewCollector(name string, src StatsSource, opts ...Option) *Collector {
 		tasksSubmitted: desc("crew_tasks_submitted_total", "Tasks accepted by the pool."),
 		tasksCompleted: desc("crew_tasks_completed_total", "Tasks of the pool that returned."),
 		tasksPanicked:  desc("crew_tasks_panicked_total", "Tasks of the pool that panicked."),
-		tasksRejected:  desc("crew_tasks_rejected_total", "Submits the pool did not accept because its queue was full."),
+		tasksRejected:  desc("crew_tasks_rejected_total", "Submits the pool did not accept because its queue was full or their context ended while they waited."),
 	}
 }
 

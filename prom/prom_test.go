@@ -1,8 +1,11 @@
 package prom_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -44,7 +47,7 @@ crew_tasks_completed_total{pool="%[1]s"} %[6]d
 # HELP crew_tasks_panicked_total Tasks of the pool that panicked.
 # TYPE crew_tasks_panicked_total counter
 crew_tasks_panicked_total{pool="%[1]s"} %[7]d
-# HELP crew_tasks_rejected_total Submits the pool did not accept because its queue was full.
+# HELP crew_tasks_rejected_total Submits the pool did not accept because its queue was full or their context ended while they waited.
 # TYPE crew_tasks_rejected_total counter
 crew_tasks_rejected_total{pool="%[1]s"} %[8]d
 # HELP crew_tasks_submitted_total Tasks accepted by the pool.
@@ -86,24 +89,37 @@ func TestCollectReadsOneSnapshotPerScrape(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(prom.NewCollector("counting", src))
 	for scrape := 1; scrape <= 3; scrape++ {
-		mfs, err := reg.Gather()
+		values, err := gather(reg)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got := src.calls.Load(); got != int64(scrape) {
 			t.Fatalf("after %d scrapes: Stats called %d times, want %d", scrape, got, scrape)
 		}
-		if len(mfs) != 8 {
-			t.Fatalf("scrape %d: %d metric families, want 8", scrape, len(mfs))
+		if len(values) != 8 {
+			t.Fatalf("scrape %d: %d metric families, want 8", scrape, len(values))
 		}
-		for _, mf := range mfs {
-			m := mf.GetMetric()[0]
-			v := m.GetGauge().GetValue() + m.GetCounter().GetValue()
+		for name, v := range values {
 			if v != float64(scrape) {
-				t.Errorf("scrape %d: %s = %v, want %d", scrape, mf.GetName(), v, scrape)
+				t.Errorf("scrape %d: %s = %v, want %d", scrape, name, v, scrape)
 			}
 		}
 	}
+}
+
+// gather scrapes g once and returns the value of each metric by name. g must hold one pool's
+// collector, so that each metric has one series.
+func gather(g prometheus.Gatherer) (map[string]float64, error) {
+	mfs, err := g.Gather()
+	if err != nil {
+		return nil, err
+	}
+	values := make(map[string]float64, len(mfs))
+	for _, mf := range mfs {
+		m := mf.GetMetric()[0]
+		values[mf.GetName()] = m.GetGauge().GetValue() + m.GetCounter().GetValue()
+	}
+	return values, nil
 }
 
 func TestCollectorPassesLint(t *testing.T) {
@@ -170,7 +186,7 @@ crew_tasks_completed_total{pool="work"} 2
 # HELP crew_tasks_panicked_total Tasks of the pool that panicked.
 # TYPE crew_tasks_panicked_total counter
 crew_tasks_panicked_total{pool="work"} 1
-# HELP crew_tasks_rejected_total Submits the pool did not accept because its queue was full.
+# HELP crew_tasks_rejected_total Submits the pool did not accept because its queue was full or their context ended while they waited.
 # TYPE crew_tasks_rejected_total counter
 crew_tasks_rejected_total{pool="work"} 1
 # HELP crew_tasks_submitted_total Tasks accepted by the pool.
@@ -254,6 +270,231 @@ crew_tasks_submitted_total{pool="b"} 2
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "crew_tasks_submitted_total"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestCollectorsOnOneRegistryNeedSameLabelNamesAndDistinctValues(t *testing.T) {
+	type collector struct {
+		pool   string
+		labels prometheus.Labels
+	}
+	shard1 := prometheus.Labels{"shard": "1"}
+	tests := []struct {
+		name          string
+		first, second collector
+		wantErr       bool
+	}{
+		{"different names", collector{"a", nil}, collector{"b", nil}, false},
+		{"same name", collector{"a", nil}, collector{"a", nil}, true},
+		{"same name, different values of one label", collector{"a", shard1},
+			collector{"a", prometheus.Labels{"shard": "2"}}, false},
+		{"different names, same label values", collector{"a", shard1}, collector{"b", shard1}, false},
+		{"same name and label values", collector{"a", shard1}, collector{"a", shard1}, true},
+		{"different names, label on the first only", collector{"a", shard1}, collector{"b", nil}, true},
+		{"different names, label on the second only", collector{"a", nil}, collector{"b", shard1}, true},
+		{"different names, different label names", collector{"a", shard1},
+			collector{"b", prometheus.Labels{"region": "1"}}, true},
+		{"different names, one more label on the second", collector{"a", shard1},
+			collector{"b", prometheus.Labels{"shard": "1", "region": "1"}}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			reg := prometheus.NewPedanticRegistry()
+			for i, c := range []collector{tt.first, tt.second} {
+				err := reg.Register(prom.NewCollector(c.pool, fixedSource{}, prom.WithConstLabels(c.labels)))
+				switch {
+				case i == 1 && tt.wantErr && err == nil:
+					t.Fatal("registering the second collector succeeded, want an error")
+				case i == 1 && tt.wantErr:
+					return
+				case err != nil:
+					t.Fatalf("registering collector %d: %v", i+1, err)
+				}
+			}
+			if n, err := testutil.GatherAndCount(reg, "crew_tasks_submitted_total"); err != nil || n != 2 {
+				t.Fatalf("gathered %d crew_tasks_submitted_total series (error %v), want 2", n, err)
+			}
+		})
+	}
+}
+
+// cancelOnDone is a context that cancels itself when its Done channel is asked for.
+// SubmitContext checks Err before it asks, so a submit given a cancelOnDone on a full queue
+// gets past that check, blocks, and then finds its context ended: a blocked submit whose
+// context ended first, made without waiting for a timer.
+type cancelOnDone struct {
+	context.Context
+	cancel context.CancelFunc
+}
+
+func (c cancelOnDone) Done() <-chan struct{} {
+	c.cancel()
+	return c.Context.Done()
+}
+
+func TestRejectedCountsBlockedSubmitsWhoseContextEnded(t *testing.T) {
+	p := crew.New(1, crew.WithQueueSize(1))
+	defer p.StopAndWait()
+	release := make(chan struct{})
+	defer close(release)
+
+	// One task holds the worker and one fills the queue.
+	if err := p.Submit(func() { <-release }); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, p, "the worker running", func(s crew.Stats) bool { return s.Running == 1 })
+	if err := p.Submit(func() {}); err != nil {
+		t.Fatal(err)
+	}
+	if p.TrySubmit(func() {}) {
+		t.Fatal("TrySubmit on a full queue succeeded")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := p.SubmitContext(cancelOnDone{ctx, cancel}, func() {}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("SubmitContext on a full queue with its context ending = %v, want context.Canceled", err)
+	}
+	want := `
+# HELP crew_tasks_rejected_total Submits the pool did not accept because its queue was full or their context ended while they waited.
+# TYPE crew_tasks_rejected_total counter
+crew_tasks_rejected_total{pool="ctx"} 2
+`
+	c := prom.NewCollector("ctx", p)
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "crew_tasks_rejected_total"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkScrape returns an error if the scrape cur is not consistent in itself, or if a counter
+// in it is below its value in prev, the scrape before it (nil for none).
+func checkScrape(prev, cur map[string]float64) error {
+	if len(cur) != 8 {
+		return fmt.Errorf("%d metrics, want 8: %v", len(cur), cur)
+	}
+	if done, sub := cur["crew_tasks_completed_total"]+cur["crew_tasks_panicked_total"], cur["crew_tasks_submitted_total"]; done > sub {
+		return fmt.Errorf("completed+panicked %v > submitted %v", done, sub)
+	}
+	if run, limit := cur["crew_workers_running"], cur["crew_workers_max"]; run > limit {
+		return fmt.Errorf("running %v > max %v", run, limit)
+	}
+	for name, v := range prev {
+		if strings.HasSuffix(name, "_total") && cur[name] < v {
+			return fmt.Errorf("%s went back from %v to %v", name, v, cur[name])
+		}
+	}
+	return nil
+}
+
+// spawn starts n goroutines, counted by wg, that each wait for release and then run fn with
+// their index.
+func spawn(wg *sync.WaitGroup, n int, release <-chan struct{}, fn func(i int)) {
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-release
+			fn(i)
+		}()
+	}
+}
+
+// submitCounts counts the submits of keepBusy.
+type submitCounts struct{ accepted, refused atomic.Uint64 }
+
+// keepBusy starts 8 submitters, counted by wg, that wait for start and then, until stop is
+// closed, submit to p tasks that return and tasks that panic (p needs a panic handler): half
+// with Submit, half with TrySubmit, which a full queue refuses.
+func keepBusy(t *testing.T, wg *sync.WaitGroup, p *crew.Pool, start, stop <-chan struct{}) *submitCounts {
+	c := &submitCounts{}
+	spawn(wg, 8, start, func(int) {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			task := func() {}
+			if i%7 == 0 {
+				task = func() { panic("planned panic") }
+			}
+			if i%2 == 0 {
+				if err := p.Submit(task); err != nil {
+					t.Errorf("Submit: %v", err)
+					return
+				}
+				c.accepted.Add(1)
+			} else if p.TrySubmit(task) {
+				c.accepted.Add(1)
+			} else {
+				c.refused.Add(1)
+			}
+		}
+	})
+	return c
+}
+
+// TestStressCollectorIsSafeForConcurrentUse scrapes one collector from 64 goroutines at once,
+// half through one shared registry and half through registries of their own, while submitters
+// keep the pool busy with tasks that return, tasks that panic and submits that are rejected.
+// Under -race it proves the Collector safe for concurrent use; each scrape must be consistent
+// and no counter may go back between two scrapes of one goroutine. At the end the counters
+// must match what the submitters saw.
+func TestStressCollectorIsSafeForConcurrentUse(t *testing.T) {
+	const scrapers = 64
+	scrapes := 100
+	if testing.Short() {
+		scrapes = 10
+	}
+	p := crew.New(4, crew.WithQueueSize(8), crew.WithPanicHandler(func(any, []byte) {}))
+	defer p.StopAndWait()
+	c := prom.NewCollector("stress", p)
+	shared := prometheus.NewPedanticRegistry()
+	shared.MustRegister(c)
+	gatherers := make([]prometheus.Gatherer, scrapers)
+	for i := range gatherers {
+		gatherers[i] = shared
+		if i%2 == 1 {
+			own := prometheus.NewRegistry()
+			own.MustRegister(c)
+			gatherers[i] = own
+		}
+	}
+
+	start, scraped := make(chan struct{}), make(chan struct{})
+	var submitting, scraping sync.WaitGroup
+	counts := keepBusy(t, &submitting, p, start, scraped)
+	spawn(&scraping, scrapers, start, func(i int) {
+		var prev map[string]float64
+		for n := range scrapes {
+			cur, err := gather(gatherers[i])
+			if err == nil {
+				err = checkScrape(prev, cur)
+			}
+			if err != nil {
+				t.Errorf("scraper %d, scrape %d: %v", i, n, err)
+				return
+			}
+			prev = cur
+		}
+	})
+	close(start)
+	scraping.Wait()
+	close(scraped)
+	submitting.Wait()
+	p.Wait()
+
+	final, err := gather(shared)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := final["crew_tasks_submitted_total"], float64(counts.accepted.Load()); got != want {
+		t.Errorf("submitted = %v, want %v accepted", got, want)
+	}
+	if got, want := final["crew_tasks_rejected_total"], float64(counts.refused.Load()); got != want {
+		t.Errorf("rejected = %v, want %v refused", got, want)
+	}
+	if done, sub := final["crew_tasks_completed_total"]+final["crew_tasks_panicked_total"], final["crew_tasks_submitted_total"]; done != sub {
+		t.Errorf("after Wait: completed+panicked = %v, want submitted %v", done, sub)
 	}
 }
 
