@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Keeps the benchmarks module from rotting: vets it, checks that go.mod is tidy, runs every
 # benchmark of every suite once on every contender with shrunken workloads (-short: the counts
-# shrink, the check that every task ran does not), and runs crewbench the same way so the
-# parsing, tables and charts are exercised too. A few minutes on two cores.
+# shrink, the check of the count of tasks that ran does not), and runs crewbench the same way
+# so the parsing, tables and charts are exercised too. A few minutes on two cores.
 set -euo pipefail
 cd "$(dirname "$0")"
 go version

@@ -8,7 +8,9 @@ import (
 
 // ants/v2: Pool runs closures; PoolWithFuncGeneric runs one typed function. Neither waits for
 // its tasks, so the adapters count them with a WaitGroup. Submit blocks while the pool is full
-// (ants' default), like every other contender here.
+// (ants' default), as Submit does on pond, conc, errgroup and the channel baselines; crew's
+// two pools, pond/v2, gopool and workerpool queue without limit instead, and the goroutines
+// and inline baselines never wait.
 func init() {
 	register(Contender{Name: "ants", New: func(workers int) Runner {
 		p, err := ants.NewPool(workers)

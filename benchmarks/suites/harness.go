@@ -52,8 +52,11 @@ func skipInline(c contenders.Contender, sleeps bool) bool {
 	return c.Name == contenders.Inline && sleeps
 }
 
-// tally counts the calls of a task, for the check every benchmark makes that each task really
-// ran.
+// tally counts the calls of a task, for the check every benchmark makes that its tasks really
+// ran: after each timed round, exactly as many calls as tasks submitted. It is a count, not a
+// record of each task, so a task run twice would hide one never run; telling the tasks apart
+// would take a closure or a slot per task, work and allocation that the timed loop would then
+// measure.
 type tally struct{ ran atomic.Int64 }
 
 // counted returns task wrapped so that each call is counted.
@@ -77,7 +80,8 @@ func (t *tally) check(b *testing.B, c contenders.Contender, want int) {
 // runLoad runs l once per iteration of b on a fresh runner of c with the given workers: making
 // the pool is part of the measured time, as in the suites that published these workloads,
 // except for a static runner, whose goroutines are started before the clock. task runs
-// l.total() times per iteration; b fails if a single call is missing.
+// l.total() times per iteration; b fails unless exactly that many calls are counted (see
+// tally).
 func runLoad(b *testing.B, c contenders.Contender, workers int, l load, task func()) {
 	b.ReportAllocs()
 	var runs tally
@@ -146,8 +150,8 @@ func submitLoad(b *testing.B, r contenders.Runner, l load, task func()) {
 }
 
 // runN runs task b.N times on one runner of c made before the clock starts, submitted from the
-// benchmark's goroutine, and fails b if a single call is missing: the per-task cost of a pool
-// that already exists.
+// benchmark's goroutine, and fails b unless exactly b.N calls are counted (see tally): the
+// per-task cost of a pool that already exists.
 func runN(b *testing.B, c contenders.Contender, workers int, task func()) {
 	runOnOne(b, c, workers, task, func(r contenders.Runner, counted func()) error {
 		for range b.N {
@@ -160,8 +164,8 @@ func runN(b *testing.B, c contenders.Contender, workers int, task func()) {
 }
 
 // runParallel submits b.N tasks from b.RunParallel's goroutines (parallelism per
-// GOMAXPROCS) to one runner of c made before the clock starts, waits for them, and fails b if a
-// single call is missing. A static runner is handed the b.N tasks at once instead, with no
+// GOMAXPROCS) to one runner of c made before the clock starts, waits for them, and fails b
+// unless exactly b.N calls are counted (see tally). A static runner is handed the b.N tasks at once instead, with no
 // submitters, so parallelism does not apply to it.
 func runParallel(b *testing.B, c contenders.Contender, workers, parallelism int, task func()) {
 	runOnOne(b, c, workers, task, func(r contenders.Runner, counted func()) error {
@@ -182,8 +186,8 @@ func runParallel(b *testing.B, c contenders.Contender, workers, parallelism int,
 
 // runOnOne is the frame of runN and runParallel: it makes one runner of c before the clock
 // starts, times the b.N counted tasks that submit hands it (a static runner is handed them at
-// once instead) until the runner has stopped, and fails b if submit failed or a single call is
-// missing.
+// once instead) until the runner has stopped, and fails b if submit failed or the count of
+// calls is not b.N.
 func runOnOne(b *testing.B, c contenders.Contender, workers int, task func(),
 	submit func(r contenders.Runner, counted func()) error) {
 	b.ReportAllocs()

@@ -4,16 +4,19 @@ import (
 	"fmt"
 	"image/color"
 	"math"
+	"slices"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgsvg"
+
+	"github.com/crewgo/crew/benchmarks/contenders"
 )
 
-// palette gives each contender its own colour, in the order of contenders.All; crew's two
-// entries are the strongest.
+// palette gives each contender its own colour, in the order of contenders.All (see colour);
+// crew's two entries are the strongest.
 var palette = []color.RGBA{
 	{0xd6, 0x27, 0x28, 0xff}, {0xff, 0x98, 0x96, 0xff}, {0x1f, 0x77, 0xb4, 0xff}, {0xae, 0xc7, 0xe8, 0xff},
 	{0x2c, 0xa0, 0x2c, 0xff}, {0x98, 0xdf, 0x8a, 0xff}, {0x94, 0x67, 0xbd, 0xff}, {0x8c, 0x56, 0x4b, 0xff},
@@ -47,18 +50,15 @@ func (sr *suiteResult) chart(path string, names []string, machine string) error 
 	legend.TextStyle.Font.Size = vg.Points(10)
 	lo, hi := 0.0, 0.0
 	for i, n := range present {
-		vals := make(plotter.Values, len(sr.scenarios))
-		for j, sc := range sr.scenarios {
-			if r, _, ok := sc.ratio(n); ok && r > 0 {
-				vals[j] = math.Log2(r)
-				lo, hi = math.Min(lo, vals[j]), math.Max(hi, vals[j])
-			}
+		vals := sr.bars(n)
+		for _, v := range vals {
+			lo, hi = math.Min(lo, v), math.Max(hi, v)
 		}
 		bars, err := plotter.NewBarChart(vals, barWidth)
 		if err != nil {
 			return err
 		}
-		bars.Color = palette[i%len(palette)]
+		bars.Color = colour(n)
 		bars.LineStyle.Width = 0
 		bars.Offset = barWidth * vg.Length(float64(i)-float64(len(present)-1)/2)
 		p.Add(bars)
@@ -71,7 +71,7 @@ func (sr *suiteResult) chart(path string, names []string, machine string) error 
 		return err
 	}
 	one.LineStyle.Width = vg.Points(1.5)
-	one.LineStyle.Color = palette[0]
+	one.LineStyle.Color = colour(contenders.Reference)
 	p.Add(one)
 	p.Y.Min, p.Y.Max = math.Floor(lo)-0.25, math.Ceil(hi)+0.25
 	p.Y.Tick.Marker = log2Ticks{}
@@ -95,6 +95,30 @@ func (sr *suiteResult) chart(path string, names []string, machine string) error 
 	p.Draw(draw.Crop(dc, 0, -legendWidth, 0, 0))
 	legend.Draw(draw.Crop(dc, width-legendWidth+vg.Points(8), 0, 0, -vg.Points(30)))
 	return writeFile(path, canvas)
+}
+
+// bars are the heights of the contender's bars, one per scenario: the base-2 logarithm of its
+// median time as a multiple of crew's, so 1 for twice crew's time and -1 for half; 0 (no bar)
+// where either did not run.
+func (sr *suiteResult) bars(name string) plotter.Values {
+	vals := make(plotter.Values, len(sr.scenarios))
+	for j, sc := range sr.scenarios {
+		if r, _, ok := sc.ratio(name); ok && r > 0 {
+			vals[j] = math.Log2(r)
+		}
+	}
+	return vals
+}
+
+// colour is the colour of the contender called name: the palette's entry at its place in
+// contenders.All, whichever contenders a chart shows. A name that contenders.All lacks, which
+// parseFlags lets no chart show, takes the palette's last entry.
+func colour(name string) color.RGBA {
+	i := slices.IndexFunc(contenders.All, func(c contenders.Contender) bool { return c.Name == name })
+	if i < 0 || i >= len(palette) {
+		i = len(palette) - 1
+	}
+	return palette[i]
 }
 
 // log2Ticks labels a log2 axis with the multiples it stands for: 1/4×, 1/2×, 1×, 2×, 4×…

@@ -102,13 +102,13 @@ func analyze(raw []byte, o options) (*report, error) {
 	if err := r.Err(); err != nil {
 		return nil, err
 	}
-	if o.in != "" { // the samples per benchmark, as the run that wrote the file took them
-		_, rep.opts.count = rep.sampleCounts()
+	if _, hi := rep.sampleCounts(); o.in != "" && hi > 0 {
+		rep.opts.count = hi // the samples per benchmark, as the run that wrote the file took them
 	}
 	rep.machine = fmt.Sprintf("%s/%s, %s, %d cores (GOMAXPROCS %d), %s",
 		goos, goarch, cpu, runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version())
 	if len(rep.commands) == 0 {
-		rep.commands = []string{commandLine(o)} // output of a run that did not record its command
+		rep.commands = []string{commandLine(rep.opts)} // output of a run that did not record its command
 	}
 	return rep, nil
 }

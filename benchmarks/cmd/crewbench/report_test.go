@@ -6,18 +6,22 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
+
+// taskqBench is the TaskQ benchmark that the tests' raw outputs hold, without its contender.
+const taskqBench = "BenchmarkTaskQ/workers=NumCPU/task=json"
 
 // rawTaskQ builds test-binary output for the TaskQ suite: per contender, its sec/op samples,
 // recorded under two crewbench commands as joined runs are.
 func rawTaskQ(samples map[string][]float64) []byte {
 	var b strings.Builder
 	for i, cmd := range []string{"go run ./cmd/crewbench -count 5", "go run ./cmd/crewbench -count 3"} {
-		fmt.Fprintf(&b, "crewbench-command: %s\ngoos: linux\ngoarch: amd64\ncpu: test\n", cmd)
+		fmt.Fprintf(&b, "crewbench-command: %s\n", cmd)
 		for name, ns := range samples {
 			for j, v := range ns {
 				if j%2 == i {
-					fmt.Fprintf(&b, "BenchmarkTaskQ/workers=NumCPU/task=json/pool=%s-2 \t1000\t%g ns/op\t64 B/op\t1 allocs/op\n", name, v)
+					writeResult(&b, taskqBench, name, v)
 				}
 			}
 		}
@@ -25,15 +29,58 @@ func rawTaskQ(samples map[string][]float64) []byte {
 	return []byte(b.String())
 }
 
-func taskqOptions(t *testing.T) options {
-	t.Helper()
-	for _, s := range suites {
-		if s.name == "taskq" {
-			return options{in: "raw.txt", suites: []suite{s}, contenders: []string{"crew", "pond", "ants"}}
+// rawOf builds test-binary output, with no crewbench command recorded, of the benchmark bench
+// (its name without the contender): per contender, its sec/op samples.
+func rawOf(bench string, samples map[string][]float64) []byte {
+	var b strings.Builder
+	for name, ns := range samples {
+		for _, v := range ns {
+			writeResult(&b, bench, name, v)
 		}
 	}
-	t.Fatal("no taskq suite")
+	return []byte(b.String())
+}
+
+// writeResult writes the configuration lines and one result line of bench on contender, ns
+// nanoseconds per operation.
+func writeResult(b *strings.Builder, bench, contender string, ns float64) {
+	fmt.Fprintf(b, "goos: linux\ngoarch: amd64\ncpu: test\n%s/pool=%s-2 \t1000\t%g ns/op\t64 B/op\t1 allocs/op\n",
+		bench, contender, ns)
+}
+
+// suiteOptions are the options of -in raw.txt for the suite called name, with crew, pond and
+// ants.
+func suiteOptions(t *testing.T, name string) options {
+	t.Helper()
+	for _, s := range suites {
+		if s.name == name {
+			return options{in: "raw.txt", count: 3, suites: []suite{s}, contenders: []string{"crew", "pond", "ants"}}
+		}
+	}
+	t.Fatalf("no %s suite", name)
 	return options{}
+}
+
+func taskqOptions(t *testing.T) options { return suiteOptions(t, "taskq") }
+
+// tablesOf is the markdown of the report on raw with options o.
+func tablesOf(t *testing.T, raw []byte, o options) string {
+	t.Helper()
+	rep, err := analyze(raw, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep.markdown()
+}
+
+// checkContains reports through t each of wants that md lacks.
+func checkContains(t *testing.T, md string, wants ...string) {
+	t.Helper()
+	for _, want := range wants {
+		if !strings.Contains(md, want) {
+			t.Errorf("report lacks %q:\n%s", want, md)
+		}
+	}
 }
 
 // TestReportCountsSamplesAndMarksSignificance checks what the published tables rest on: every
@@ -55,17 +102,12 @@ func TestReportCountsSamplesAndMarksSignificance(t *testing.T) {
 	if len(rep.commands) != 2 {
 		t.Errorf("commands = %q, want both recorded commands", rep.commands)
 	}
-	md := rep.markdown()
-	for _, want := range []string{
+	checkContains(t, rep.markdown(),
 		"median of 3 to 5 samples",
 		"| NumCPU/json | 1.00 | 2.01 | 0.98 |", // crew, pond (significant), ants (untested)
 		"| NumCPU/json | pond | 5 | 201.0ns |", // the n column
 		"| NumCPU/json | ants | 3 |",
-	} {
-		if !strings.Contains(md, want) {
-			t.Errorf("report lacks %q:\n%s", want, md)
-		}
-	}
+	)
 
 	raw = rawTaskQ(map[string][]float64{
 		"crew": {100, 120, 90, 110, 105},
@@ -110,13 +152,21 @@ func TestPublishFromRawWritesRawBeside(t *testing.T) {
 		t.Errorf("no results.md: %v", err)
 	}
 
-	// Analyzing the published raw.txt in place leaves it as it is.
+	// Analyzing the published raw.txt in place leaves it as it is: not even rewritten with the
+	// same bytes, which would change its modification time.
 	o.in = filepath.Join(o.out, "raw.txt")
+	before := time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC)
+	if err := os.Chtimes(o.in, before, before); err != nil {
+		t.Fatal(err)
+	}
 	if err := publish(o, got); err != nil {
 		t.Fatal(err)
 	}
 	if again, err := os.ReadFile(o.in); err != nil || string(again) != string(raw) {
 		t.Errorf("raw.txt changed when analyzed in place (err %v)", err)
+	}
+	if fi, err := os.Stat(o.in); err != nil || !fi.ModTime().Equal(before) {
+		t.Errorf("raw.txt rewritten when analyzed in place (err %v)", err)
 	}
 }
 
@@ -136,21 +186,63 @@ func TestFloorTableTakesFasterReferenceAndFastestBoundedPeer(t *testing.T) {
 		"static-floor": {120, 121, 119, 122, 120}, // slower than inline: not the floor
 		"inline":       {100, 100, 101, 99, 100},
 	})
-	rep, err := analyze(raw, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	md := rep.markdown()
-	want := "| NumCPU/json | inline, 100.0ns | 1.10 | ~1.00 | pond 1.20 |"
-	if !strings.Contains(md, want) {
-		t.Errorf("floor table lacks %q:\n%s", want, md)
-	}
+	checkContains(t, tablesOf(t, raw, o), "| NumCPU/json | inline, 100.0ns | 1.10 | ~1.00 | pond 1.20 |")
 
 	o.contenders = []string{"crew", "ants"}
-	if rep, err = analyze(raw, o); err != nil {
-		t.Fatal(err)
-	}
-	if md := rep.markdown(); strings.Contains(md, "multiple of the floor") {
+	if md := tablesOf(t, raw, o); strings.Contains(md, "multiple of the floor") {
 		t.Errorf("floor table without a floor contender:\n%s", md)
+	}
+}
+
+// TestCountIsReadFromRawWithIn checks that with -in the command stated above the tables, for a
+// raw file that recorded none, has the number of samples the file holds, not -count's value.
+func TestCountIsReadFromRawWithIn(t *testing.T) {
+	md := tablesOf(t, rawOf(taskqBench, map[string][]float64{
+		"crew": {100, 101, 99, 102},
+		"pond": {200, 205, 198, 202},
+	}), taskqOptions(t)) // -count 3, the flag's default
+	checkContains(t, md, "Command (in `benchmarks/`): `go run ./cmd/crewbench -count 4 ")
+}
+
+// TestParKeepsItsKey checks that a scenario's levels are shown by their values, except
+// ultrapool's par=, which keeps its key: a bare 10 says nothing.
+func TestParKeepsItsKey(t *testing.T) {
+	md := tablesOf(t, rawOf("BenchmarkUltrapool/task=sha256-1kB/par=10", map[string][]float64{
+		"crew": {100, 101, 99},
+	}), suiteOptions(t, "ultrapool"))
+	checkContains(t, md, "| sha256-1kB/par=10 | 1.00 |")
+}
+
+// TestFmtRatioKeepsTwoSignificantDigitsBelowOneTenth checks that a small multiple is written
+// 0.0041, not 0.00, and that ~ marks one that is not significant.
+func TestFmtRatioKeepsTwoSignificantDigitsBelowOneTenth(t *testing.T) {
+	for _, tc := range []struct {
+		r           float64
+		significant bool
+		want        string
+	}{
+		{0.0041, true, "0.0041"},
+		{0.0041, false, "~0.0041"},
+		{0.05, true, "0.05"},
+		{0.1, true, "0.10"},
+		{1.234, true, "1.23"},
+		{12.345, false, "~12.35"},
+	} {
+		if got := fmtRatio(tc.r, tc.significant); got != tc.want {
+			t.Errorf("fmtRatio(%g, %t) = %q, want %q", tc.r, tc.significant, got, tc.want)
+		}
+	}
+}
+
+// TestRangeColumnIsSpreadOverMedian checks the range column of the details: max − min over the
+// median, as a percentage.
+func TestRangeColumnIsSpreadOverMedian(t *testing.T) {
+	md := tablesOf(t, rawOf(taskqBench, map[string][]float64{
+		"crew": {90, 100, 110, 100, 105}, // (110 − 90) / 100
+		"pond": {200, 200, 200},
+	}), taskqOptions(t))
+	checkContains(t, md, "| NumCPU/json | crew | 5 | 100.0ns | 20% |", "| NumCPU/json | pond | 3 | 200.0ns | 0% |")
+	if got := spread([]float64{0, 0}); got != "–" {
+		t.Errorf("spread of zeros = %q, want –", got)
 	}
 }

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/crewgo/crew/benchmarks/contenders"
+)
+
+// TestPaletteGivesEachContenderItsOwnColour checks that the palette has a colour for every
+// contender of contenders.All and no colour twice.
+func TestPaletteGivesEachContenderItsOwnColour(t *testing.T) {
+	if len(palette) < len(contenders.All) {
+		t.Fatalf("%d colours for %d contenders", len(palette), len(contenders.All))
+	}
+	for i, c := range palette {
+		if j := slices.Index(palette[i+1:], c); j >= 0 {
+			t.Errorf("palette[%d] and palette[%d] are both %v", i, i+1+j, c)
+		}
+	}
+	if got, want := colour("not-a-contender"), palette[len(palette)-1]; got != want {
+		t.Errorf("colour of an unknown name = %v, want the last entry %v", got, want)
+	}
+}
+
+// TestColourDependsOnlyOnPlaceInContendersAll checks that a chart draws each contender in the
+// palette's colour at its place in contenders.All, however many of the contenders before it
+// are absent, and uses no absent contender's colour.
+func TestColourDependsOnlyOnPlaceInContendersAll(t *testing.T) {
+	o := taskqOptions(t)
+	o.contenders = []string{"crew", "ants", "static-floor"} // crew-func, pond, … absent
+	rep, err := analyze(rawOf(taskqBench, map[string][]float64{
+		"crew": {100}, "ants": {200}, "static-floor": {50},
+	}), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "taskq.svg")
+	if err := rep.suites[0].chart(path, o.contenders, "test machine"); err != nil {
+		t.Fatal(err)
+	}
+	svg, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range contenders.All {
+		fill := fmt.Sprintf("fill:#%02X%02X%02X", palette[i].R, palette[i].G, palette[i].B)
+		if drawn := strings.Contains(string(svg), fill); drawn != slices.Contains(o.contenders, c.Name) {
+			t.Errorf("%s (%s) drawn: %t, want %t", fill, c.Name, drawn, !drawn)
+		}
+	}
+}
+
+// TestBarsAreLog2OfMultiple checks the chart's bar heights: the base-2 logarithm of the
+// contender's time as a multiple of crew's, 0 where it did not run.
+func TestBarsAreLog2OfMultiple(t *testing.T) {
+	rep, err := analyze(rawOf(taskqBench, map[string][]float64{
+		"crew": {100}, "pond": {200}, "ants": {25},
+	}), taskqOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sr := rep.suites[0]
+	for name, want := range map[string]float64{"crew": 0, "pond": 1, "ants": -2, "gopool": 0} {
+		if got := sr.bars(name); len(got) != 1 || got[0] != want {
+			t.Errorf("bars(%s) = %v, want [%g]", name, got, want)
+		}
+	}
+}
+
+// TestLog2TicksLabelMultiples checks that the log2 axis is labelled with the multiples it
+// stands for, 1/4× … 4×, every other power of two when it spans more than eight.
+func TestLog2TicksLabelMultiples(t *testing.T) {
+	for _, tc := range []struct {
+		min, max float64
+		values   []float64
+		labels   []string
+	}{
+		{-2.25, 2.25, []float64{-2, -1, 0, 1, 2}, []string{"1/4×", "1/2×", "1×", "2×", "4×"}},
+		{-0.25, 1.25, []float64{0, 1}, []string{"1×", "2×"}},
+		{-5.25, 4.25, []float64{-4, -2, 0, 2, 4}, []string{"1/16×", "1/4×", "1×", "4×", "16×"}},
+	} {
+		var values []float64
+		var labels []string
+		for _, tick := range (log2Ticks{}).Ticks(tc.min, tc.max) {
+			values, labels = append(values, tick.Value), append(labels, tick.Label)
+		}
+		if !slices.Equal(values, tc.values) || !slices.Equal(labels, tc.labels) {
+			t.Errorf("Ticks(%g, %g) = %v %q, want %v %q", tc.min, tc.max, values, labels, tc.values, tc.labels)
+		}
+	}
+}
