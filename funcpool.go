@@ -33,8 +33,8 @@ func NewFunc[T any](maxWorkers int, fn func(T), opts ...Option) *FuncPool[T] {
 // called with arg. A nil pointer or interface is an argument like any other. What the caller
 // did before Invoke happens before the call starts, which may be before Invoke returns. It
 // allocates nothing in steady state.
-// Like Submit, it yields its processor while more than 64 calls per live worker (and at
-// least 4096) wait.
+// Like Submit, it yields its processor while 64 or more calls per live worker (and at least
+// 4096) wait.
 func (p *FuncPool[T]) Invoke(arg T) error {
 	return p.core.submit(arg, true)
 }

@@ -61,7 +61,7 @@ func New(maxWorkers int, opts ...Option) *Pool {
 // after another one stopped does not allocate it again
 // (TestNewPoolReusesQueueMemoryOfAStoppedOne).
 //
-// While more than 64 tasks per live worker (and at least 4096) are waiting, Submit yields its
+// While 64 or more tasks per live worker (and at least 4096) are waiting, Submit yields its
 // processor (runtime.Gosched) before it returns, so that a producer far ahead of the workers
 // lets them catch up rather than pile up a backlog that every garbage collection has to scan.
 // At most 256 submitters yield at once; the others return without yielding. Submit does not

@@ -198,7 +198,7 @@ func TestSwingingQueueReusesSegments(t *testing.T) {
 func TestNewQueueReusesSegmentsOfADrainedOne(t *testing.T) {
 	racetest.SkipPoolReuse(t)
 	type task struct{ id int } // a type no other test queues
-	const backlog = 10_000     // about 40 segments
+	const backlog = 10_000     // about 20 segments of 512
 	const runs = 100
 	queues := make([]Queue[task], runs+1) // made ahead: the count is of segments only
 	fill := func(q *Queue[task]) {

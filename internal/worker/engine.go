@@ -154,7 +154,7 @@ func (e *Engine[T]) Submit(arg T, wait bool, done <-chan struct{}) Result {
 // Back-pressure on an unbounded queue. A submitter that runs far ahead of the workers gains
 // nothing: the tasks wait either way. But the backlog costs: every garbage collection scans
 // it, so a long queue slows down every task that allocates (TaskQ's JSON workload ran 30%
-// slower than with a 1024-slot channel). So while more than crowdedPerWorker tasks per live
+// slower than with a 1024-slot channel). So while crowdedPerWorker or more tasks per live
 // worker, and at least crowdedFloor tasks, wait, every submit yields its processor with
 // runtime.Gosched. That is not blocking (Submit promises to block only on a full bounded
 // queue): the submitter goes on as soon as the scheduler gets back to it, which on a machine
@@ -220,8 +220,15 @@ func (e *Engine[T]) Forward(arg T) {
 // a goroutine wake-up, about a microsecond, per task: for small tasks more than the task, and
 // it spreads a burst over many cold workers. With the gate, a burst is drained by a few
 // running workers while more join one by one, as the Go scheduler does with spinning threads.
-// TestSubmitRunsAcceptedTaskExactlyOnce and the stress suite guard it;
-// BenchmarkSubmit/workers=1024 measures it.
+// The gate is lifted while the bounded queue is full: a submit must not block or be rejected
+// while an idle worker or room for a new one could take the task.
+//
+// Without the gate, TestSubmitQueuesBehindAWakingWorker and
+// TestLingeringWorkerTakesTasksQueuedMeanwhile fail; without the relay in begin,
+// TestSubmitQueuesBehindAWakingWorker, TestBurstBusiesEveryWorker and
+// TestIdleWorkersPickUpBursts; without the relay after lingering,
+// TestLingeringWorkerTakesTasksQueuedMeanwhile. TestGateLiftsWhenBoundedQueueIsFull guards
+// the lifting. BenchmarkSubmit/workers=1024 measures the gate.
 func (e *Engine[T]) route(arg T, bounded bool) (w *worker[T], spawn, ok bool) {
 	room := !bounded || e.cfg.QueueSize == 0 || e.queue.Len() < e.cfg.QueueSize
 	if e.waking == 0 || !room {
@@ -541,7 +548,7 @@ func (e *Engine[T]) park(w *worker[T]) {
 
 // popIdle takes the most recently parked worker off the idle stack, or returns nil if none is
 // idle. That worker's stack and caches are the warmest, and the ones at the bottom of the stack
-// are left to the reaper. Callers hold e.mu.
+// are left to the reaper. TestIdleWorkersAreReusedLastParkedFirst guards it. Callers hold e.mu.
 func (e *Engine[T]) popIdle() *worker[T] {
 	n := len(e.idle)
 	if n == 0 {
@@ -554,7 +561,8 @@ func (e *Engine[T]) popIdle() *worker[T] {
 }
 
 // dismissOldest tells the k longest-idle workers, at the bottom of the idle stack, to exit and
-// returns them, to be woken with wakeAll after unlocking. Callers hold e.mu.
+// returns them, to be woken with wakeAll after unlocking. TestReapIdleDismissesLongestIdleFirst
+// and TestReapIdleKeepsMinWorkers guard the order. Callers hold e.mu.
 func (e *Engine[T]) dismissOldest(k int) []*worker[T] {
 	if k <= 0 {
 		return nil

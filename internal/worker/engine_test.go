@@ -1,8 +1,10 @@
 package worker
 
 import (
+	"bytes"
 	"fmt"
 	"runtime"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -28,6 +30,62 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(100 * time.Microsecond)
 	}
+}
+
+// submit submits arg with wait true and fails the test unless it is accepted.
+func submit[T any](t *testing.T, e *Engine[T], arg T) {
+	t.Helper()
+	if r := e.Submit(arg, true, nil); r != Accepted {
+		t.Fatalf("Submit = %v, want Accepted", r)
+	}
+}
+
+// stopAndWait stops e and waits until its last goroutine is gone.
+func stopAndWait[T any](e *Engine[T]) {
+	e.Stop()
+	<-e.Exited()
+}
+
+// call is the Run of an engine whose tasks are functions.
+func call(f func()) { f() }
+
+// fakeClock is a Config.Now that moves only when the test sets it.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newFakeClock() *fakeClock { return &fakeClock{now: time.Unix(1000, 0)} }
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Set(now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = now
+}
+
+// goroutineID returns the calling goroutine's id, which tells workers apart.
+func goroutineID() uint64 {
+	var buf [64]byte
+	line := bytes.TrimPrefix(buf[:runtime.Stack(buf[:], false)], []byte("goroutine "))
+	id, err := strconv.ParseUint(string(line[:bytes.IndexByte(line, ' ')]), 10, 64)
+	if err != nil {
+		panic(fmt.Sprintf("no goroutine id in %q", buf[:]))
+	}
+	return id
+}
+
+// runOn submits a task and returns the id of the goroutine that ran it.
+func runOn(t *testing.T, e *Engine[func()]) uint64 {
+	t.Helper()
+	id := make(chan uint64, 1)
+	submit(t, e, func() { id <- goroutineID() })
+	return <-id
 }
 
 // TestBurstBusiesEveryWorker guards the waking gate: a burst that the gate queues behind a
@@ -124,7 +182,7 @@ func TestForwardRunsAfterStop(t *testing.T) {
 
 // TestBlockedSubmitThatGivesUpIsRejected: a submitter blocked on a full queue whose done
 // channel closes returns Canceled, is counted in Rejected, and its task never runs; one that
-// gets room first is Accepted.
+// gets room first is Accepted, and its task runs.
 func TestBlockedSubmitThatGivesUpIsRejected(t *testing.T) {
 	hold := make(chan struct{})
 	var ran sync.Map
@@ -151,46 +209,25 @@ func TestBlockedSubmitThatGivesUpIsRejected(t *testing.T) {
 	if c := e.Counters(); c.Rejected != 1 || c.Submitted != 2 {
 		t.Fatalf("counters %+v, want 1 rejected and 2 submitted", c)
 	}
-	close(hold)
-	e.Stop()
-	<-e.Exited()
+
+	done = make(chan struct{})
+	go func() { res <- e.Submit(3, true, done) }()
+	waitUntil(t, "the second submitter to block", func() bool { return e.BlockedSubmitters() == 1 })
+	close(hold) // task 0 returns, and the worker moves task 3 into the slot task 1 leaves
+	if r := <-res; r != Accepted {
+		t.Fatalf("blocked Submit that got room = %v, want Accepted", r)
+	}
+	close(done) // too late to matter
+	stopAndWait(e)
 	if _, ok := ran.Load(2); ok {
 		t.Fatal("the task of a submitter that gave up ran")
 	}
-}
-
-// TestReapIdleKeepsMinWorkers: reaping dismisses workers idle for IdleTimeout, oldest first,
-// never below MinWorkers, and not those idle for less.
-func TestReapIdleKeepsMinWorkers(t *testing.T) {
-	var mu sync.Mutex
-	now := time.Unix(1000, 0)
-	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	hold := make(chan struct{})
-	e := New(Config[int]{
-		Run:          func(int) { <-hold },
-		MaxWorkers:   6,
-		MinWorkers:   2,
-		IdleTimeout:  time.Hour, // the reaper's timer never fires in this test
-		PanicHandler: noPanic,
-		Now:          clock,
-	})
-	for i := range 6 {
-		e.Submit(i, true, nil)
+	if _, ok := ran.Load(3); !ok {
+		t.Fatal("the task of a submitter that got room did not run")
 	}
-	waitUntil(t, "6 busy workers", func() bool { c := e.Counters(); return c.Workers == 6 && c.Idle == 0 })
-	close(hold)
-	waitUntil(t, "6 idle workers", func() bool { return e.Counters().Idle == 6 })
-	if n := e.ReapIdle(now.Add(time.Hour - time.Nanosecond)); n != 0 {
-		t.Fatalf("ReapIdle before the timeout dismissed %d", n)
+	if c := e.Counters(); c.Rejected != 1 || c.Submitted != 3 || c.Completed != 3 {
+		t.Fatalf("counters %+v, want 1 rejected and 3 submitted and completed", c)
 	}
-	if n := e.ReapIdle(now.Add(time.Hour)); n != 4 {
-		t.Fatalf("ReapIdle dismissed %d, want 4 (6 idle, 2 kept)", n)
-	}
-	if c := e.Counters(); c.Workers != 2 || c.Idle != 2 {
-		t.Fatalf("counters %+v, want the 2 minimum workers idle", c)
-	}
-	e.Stop()
-	<-e.Exited()
 }
 
 // TestResizeStormLosesNothing: concurrent submitters and resizers on a bare engine; every
@@ -254,173 +291,6 @@ func TestResizeStormLosesNothing(t *testing.T) {
 	}
 	if h := high.Load(); h > 6 {
 		t.Fatalf("%d tasks ran at once; the largest limit was 6", h)
-	}
-}
-
-// TestStopWhileReaperRunsClosesExited: Stop racing with the reaper's timer still closes
-// Exited. The reaper's select may take the timer even though Stop has closed done; if it
-// then finds nothing idle, it must still report the engine's exit.
-func TestStopWhileReaperRunsClosesExited(t *testing.T) {
-	n := 3000
-	if testing.Short() {
-		n = 500
-	}
-	for i := range n {
-		e := New(Config[int]{
-			Run:          func(int) {},
-			MaxWorkers:   2,
-			IdleTimeout:  time.Duration(i%50) * time.Microsecond,
-			PanicHandler: noPanic,
-		})
-		e.Submit(i, true, nil)
-		for e.Counters().Idle == 0 && e.Counters().Workers > 0 {
-			runtime.Gosched()
-		}
-		e.Stop()
-		select {
-		case <-e.Exited():
-		case <-time.After(10 * time.Second):
-			c := e.Counters()
-			e.mu.Lock()
-			reaping := e.reaping
-			e.mu.Unlock()
-			t.Fatalf("iteration %d: Exited never closed after Stop; counters %+v, reaping %v", i, c, reaping)
-		}
-	}
-}
-
-// TestSubmitYieldsWhenFarAhead guards the back-pressure in Submit: on one processor, a
-// submitter that has queued crowdedFloor tasks (more than crowdedPerWorker for the one live
-// worker) yields, so the worker gets to run before the submitter is done. Without the yield,
-// nothing would run until the submitter blocked or was preempted (after 10ms), long after
-// these submits return. The threshold counts live workers, not the limit, so a pool allowed
-// 10,000 workers but running one yields as soon as a pool limited to one.
-//
-// One yield may hand the processor straight back to the submitter: Gosched puts it on the
-// global run queue, which the scheduler serves first on every 61st round. So the submitter
-// gets up to nine yields (one per submit past the threshold) to let the worker in.
-func TestSubmitYieldsWhenFarAhead(t *testing.T) {
-	for _, limit := range []int{1, 10_000} {
-		t.Run(fmt.Sprintf("max=%d", limit), func(t *testing.T) {
-			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-			var ran atomic.Int64
-			e := New(Config[int]{
-				Run:          func(int) { ran.Add(1) },
-				MaxWorkers:   limit,
-				IdleTimeout:  time.Minute,
-				PanicHandler: noPanic,
-			})
-			defer func() { e.Stop(); <-e.Exited() }()
-			// The first task goes to a new worker, which cannot run before the submitter
-			// yields, and the waking gate queues the rest behind it; the submit that makes
-			// the queue crowdedFloor long yields, and so does every submit after it.
-			const yields = 9
-			for i := 0; i < crowdedFloor+yields && ran.Load() == 0; i++ {
-				if r := e.Submit(i, true, nil); r != Accepted {
-					t.Fatalf("Submit = %v, want Accepted", r)
-				}
-			}
-			if ran.Load() == 0 {
-				t.Fatalf("no task ran while up to %d waited for the one worker: the submitter did not yield",
-					crowdedFloor+yields-1)
-			}
-			if n := e.yielding.Load(); n != 0 {
-				t.Fatalf("%d submitters counted as yielding after every submit returned", n)
-			}
-		})
-	}
-}
-
-// TestCrowdedYieldersAreCapped checks that no more submitters yield at once than crowded
-// allows, that the others return without yielding, and that each yielder is uncounted when
-// its yield returns: one-shot submitters must not all queue behind one another.
-func TestCrowdedYieldersAreCapped(t *testing.T) {
-	release := make(chan struct{})
-	var inside atomic.Int64
-	defer func(f func()) { crowdedYield = f }(crowdedYield)
-	crowdedYield = func() {
-		inside.Add(1)
-		<-release
-	}
-	unblock := make(chan struct{})
-	var ran atomic.Int64
-	e := New(Config[int]{
-		Run:          func(int) { <-unblock; ran.Add(1) },
-		MaxWorkers:   1,
-		PanicHandler: noPanic,
-	})
-	// One task holds the worker and crowdedFloor-1 wait behind it, so every further submit
-	// makes the queue crowded.
-	for i := range crowdedFloor {
-		if r := e.Submit(i, true, nil); r != Accepted {
-			t.Fatalf("Submit = %v, want Accepted", r)
-		}
-	}
-	if n := inside.Load(); n != 0 {
-		t.Fatalf("%d yields while the queue was below the threshold, want 0", n)
-	}
-	const submitters = crowdedYielders + 100
-	const limit = crowdedYielders
-	var returned atomic.Int64
-	var wg sync.WaitGroup
-	for i := range submitters {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if r := e.Submit(i, true, nil); r != Accepted {
-				t.Errorf("Submit = %v, want Accepted", r)
-			}
-			returned.Add(1)
-		}()
-	}
-	waitUntil(t, "the submitters past the cap to return", func() bool {
-		return returned.Load() == submitters-limit
-	})
-	waitUntil(t, "the capped submitters to yield", func() bool { return inside.Load() == limit })
-	time.Sleep(10 * time.Millisecond) // room for a broken cap to let one more in
-	if n := inside.Load(); n != limit {
-		t.Fatalf("%d submitters yielding at once, want %d", n, limit)
-	}
-	close(release)
-	wg.Wait()
-	if n := e.yielding.Load(); n != 0 {
-		t.Fatalf("%d submitters counted as yielding after every submit returned", n)
-	}
-	close(unblock)
-	e.Stop()
-	<-e.Exited()
-	if got, want := ran.Load(), int64(crowdedFloor+submitters); got != want {
-		t.Fatalf("%d of %d tasks ran", got, want)
-	}
-}
-
-// TestCrowdedThreshold checks when a submit yields: at least crowdedFloor queued tasks, at
-// least crowdedPerWorker of them per live worker whatever the limit, and fewer submitters
-// already yielding than crowdedYielders.
-func TestCrowdedThreshold(t *testing.T) {
-	tests := []struct {
-		workers, queued, yielding int
-		want                      bool
-	}{
-		{workers: 1, queued: crowdedFloor - 1, want: false},
-		{workers: 1, queued: crowdedFloor, want: true},
-		{workers: 1, queued: crowdedFloor, yielding: crowdedYielders - 1, want: true},
-		{workers: 1, queued: crowdedFloor, yielding: crowdedYielders, want: false},
-		{workers: 100, queued: crowdedFloor, want: false},
-		{workers: 100, queued: 100*crowdedPerWorker - 1, want: false},
-		{workers: 100, queued: 100 * crowdedPerWorker, want: true},
-		{workers: 100, queued: 100 * crowdedPerWorker, yielding: crowdedYielders, want: false},
-	}
-	for _, tt := range tests {
-		e := &Engine[int]{max: 10_000, workers: tt.workers}
-		e.yielding.Store(int32(tt.yielding))
-		for i := range tt.queued {
-			e.queue.Push(i)
-		}
-		if got := e.crowded(); got != tt.want {
-			t.Errorf("%d workers alive of 10,000, %d queued, %d yielding: crowded() = %v, want %v",
-				tt.workers, tt.queued, tt.yielding, got, tt.want)
-		}
 	}
 }
 
@@ -615,5 +485,97 @@ func TestLingeringWorkerRunsTasksQueuedBeforeStop(t *testing.T) {
 	}
 	if n := ran.Load(); n != 2 {
 		t.Fatalf("%d tasks ran, want the 2 accepted", n)
+	}
+}
+
+// TestSubmitQueuesBehindAWakingWorker: while a started worker has not begun, submits queue
+// instead of starting more workers; when it begins, it starts one more with the oldest queued
+// task, which does the same in turn. Config.Start holds each worker until the test runs it.
+func TestSubmitQueuesBehindAWakingWorker(t *testing.T) {
+	const tasks = 3
+	starts := make(chan int, tasks+1)
+	hold := make(chan struct{})
+	e := New(Config[int]{
+		Run:          func(int) { <-hold },
+		MaxWorkers:   tasks + 1,
+		PanicHandler: noPanic,
+		Start:        func(first int) { starts <- first },
+	})
+	for i := 1; i <= tasks; i++ {
+		submit(t, e, i)
+	}
+	for want := 1; want <= tasks; want++ {
+		var first int
+		select {
+		case first = <-starts:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no worker started with task %d", want)
+		}
+		if first != want || len(starts) != 0 {
+			t.Fatalf("started a worker with task %d and %d more, want one with task %d", first, len(starts), want)
+		}
+		if c := e.Counters(); c.Workers != want || c.Waiting != tasks-want {
+			t.Fatalf("%d workers and %d tasks queued before worker %d began, want %d and %d",
+				c.Workers, c.Waiting, want, want, tasks-want)
+		}
+		go e.Serve(first)
+	}
+	close(hold)
+	stopAndWait(e)
+	if c := e.Counters(); c.Completed != tasks {
+		t.Fatalf("Completed = %d, want %d", c.Completed, tasks)
+	}
+}
+
+// TestGateLiftsWhenBoundedQueueIsFull: while a worker lingers, the waking gate queues a submit,
+// but once the bounded queue is full a submit that does not wait is accepted if an idle worker
+// or room for a new one can take the task, and the task runs. With neither, it is Full.
+func TestGateLiftsWhenBoundedQueueIsFull(t *testing.T) {
+	tests := []struct {
+		name                   string
+		maxWorkers, minWorkers int
+		want                   Result
+	}{
+		{name: "idle worker", maxWorkers: 2, minWorkers: 2, want: Accepted},
+		{name: "room to start one", maxWorkers: 2, want: Accepted},
+		{name: "no worker free", maxWorkers: 1, want: Full},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var ran sync.Map
+			e := New(Config[int]{
+				Run:          func(i int) { ran.Store(i, true) },
+				MaxWorkers:   tt.maxWorkers,
+				MinWorkers:   tt.minWorkers,
+				QueueSize:    1,
+				IdleTimeout:  time.Minute,
+				PanicHandler: noPanic,
+			})
+			var queued, got Result
+			var between Counters
+			lingered := make(chan struct{})
+			lingerOnce(t, func() {
+				defer close(lingered)
+				queued = e.Submit(2, false, nil) // the gate is closed: queued for this worker
+				between = e.Counters()
+				got = e.Submit(3, false, nil) // the queue is full
+			})
+			submit(t, e, 1)
+			<-lingered
+			stopAndWait(e)
+			if queued != Accepted || between.Waiting != 1 {
+				t.Fatalf("Submit(2) while a worker lingered = %v with %d tasks queued, want Accepted and 1",
+					queued, between.Waiting)
+			}
+			if got != tt.want {
+				t.Fatalf("Submit(3) to the full queue = %v, want %v", got, tt.want)
+			}
+			if _, ok := ran.Load(3); ok != (tt.want == Accepted) {
+				t.Fatalf("task 3 ran: %v; Submit returned %v", ok, got)
+			}
+			if _, ok := ran.Load(2); !ok {
+				t.Fatal("task 2 did not run")
+			}
+		})
 	}
 }

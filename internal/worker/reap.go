@@ -2,9 +2,13 @@ package worker
 
 import "time"
 
-// reap is the reaper goroutine. It runs only while some idle worker above the minimum may
-// need reaping, so a pool with nothing idle has no goroutine at all. It sleeps until the
-// longest-idle worker's deadline instead of ticking.
+// reap is the reaper goroutine. park starts it when a worker parks while more than MinWorkers
+// workers are alive (and IdleTimeout is above 0), and it sleeps until the longest-idle worker's
+// deadline instead of ticking.
+// Taking an idle worker for a task does not stop it: it exits at its next deadline once no idle
+// worker is left to watch (each was dismissed or taken again) or no more than MinWorkers
+// workers are alive. So a pool whose idle workers have all gone back to work keeps the reaper
+// for up to one IdleTimeout more. TestReaperExitsOnceIdleWorkersAreTakenAgain guards it.
 func (e *Engine[T]) reap() {
 	timer := time.NewTimer(e.cfg.IdleTimeout)
 	defer timer.Stop()

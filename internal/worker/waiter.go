@@ -4,7 +4,8 @@ import "sync"
 
 // waiter is a submitter blocked on a full queue. The worker that makes room moves the
 // waiter's task into the queue on its behalf and tells it so, which keeps blocked submitters
-// in first-come order and wakes exactly one per free slot.
+// in first-come order and wakes exactly one per free slot
+// (TestBlockedSubmittersAreServedFirstComeOnePerFreeSlot).
 type waiter[T any] struct {
 	arg        T
 	result     chan Result // buffered: deciding never blocks
@@ -65,7 +66,7 @@ func (e *Engine[T]) BlockedSubmitters() int {
 }
 
 // waiters recycles waiter values (of every T, hence any) so that a submitter that blocks
-// does not allocate in steady state.
+// does not allocate in steady state (TestBlockedSubmitterDoesNotAllocate).
 var waiters sync.Pool
 
 func getWaiter[T any]() *waiter[T] {
@@ -96,6 +97,7 @@ func (e *Engine[T]) block(arg T, done <-chan struct{}) Result {
 		} else {
 			// A worker or Stop decided between ctx ending and the lock: its word stands,
 			// since an accepted task must be reported as accepted.
+			// TestBlockedSubmitDecidedBeforeItGaveUpStands.
 			e.mu.Unlock()
 			r = <-w.result
 		}
