@@ -1,0 +1,422 @@
+package crew_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/crewgo/crew"
+)
+
+// opNewSub adds a sub-pool, if fewer than two exist, to FuzzSubPoolOperations' operations,
+// which are otherwise FuzzPoolOperations' own.
+const (
+	opNewSub = fuzzOps + iota
+	subFuzzOps
+)
+
+// subFuzzPool is one pool of the tree FuzzSubPoolOperations drives: the parent or a sub-pool.
+type subFuzzPool struct {
+	p        *crew.Pool
+	gauge    *limitGauge // its own tasks, against its own limit
+	limit    int         // the limit in force once the last Resize returned
+	stopped  bool        // Stop was called on it or on the parent
+	accepted uint64      // tasks its submits accepted
+	prev     crew.Stats
+}
+
+// subFuzzTask is what FuzzSubPoolOperations knows of one task it submitted.
+type subFuzzTask struct {
+	pool       int // index into the pools
+	accepted   bool
+	panics     bool
+	runs       atomic.Int32
+	finished   atomic.Bool
+	submitStep int
+}
+
+// FuzzSubPoolOperations runs a sequence of operations decoded from the input against a
+// parent pool and up to two sub-pools, and checks the guarantees of [crew.Pool.Sub] on the
+// way: tasks of the parent and its sub-pools together never run above the parent's limit,
+// nor a sub-pool's above its own, even when the sub-pool's limit is larger; after a
+// sub-pool's Stop its submits return ErrStopped while the parent and the sibling still
+// accept; after the parent's Stop every sub-pool's submits return ErrStopped; a Wait returns
+// only when every task its pool accepted has finished; Stats snapshots add up. At the end
+// the parent is stopped (Stop, or StopAndWait): every accepted task ran exactly once, no
+// refused task ran, every panic reached the handler, and no goroutine is left.
+//
+// Some tasks hold at a gate until the next Wait (or an operation that has to let them
+// finish), so sub-pool tasks queue behind the parent's; the others yield a few times.
+func FuzzSubPoolOperations(f *testing.F) {
+	// The first byte chooses the parent: limit 1+b%4, queue size b/4%4 (0: unbounded),
+	// 0x10 non-blocking, 0x20 the end is Stop (then StopAndWait) rather than StopAndWait.
+	// The second chooses the sub-pools: b%3 of them, limits 1+b/3%6 and 1+b/18%6. Each
+	// later byte is an operation (b%subFuzzOps) on a pool (arg%3: parent, sub-pool 1, 2),
+	// where arg is b/subFuzzOps; arg/3 holds the task at the gate (odd) or is the new
+	// limit (1+arg/3%6).
+	op := func(op, pool, x int) byte { return byte(op + subFuzzOps*(pool+3*x)) }
+	f.Add([]byte{0, 0})                                                                  // one worker, no sub-pool
+	f.Add([]byte{0, 1 + 3*5, op(opSubmit, 1, 1), op(opSubmit, 1, 1), op(opSubmit, 1, 0), // sub-pool limit 6 above the parent's 1
+		op(opSubmit, 0, 1), op(opTrySubmit, 1, 0), op(opStats, 0, 0), op(opWait, 1, 0), op(opStats, 0, 0)})
+	f.Add([]byte{1, 2 + 3*3 + 18*5, op(opSubmit, 1, 1), op(opSubmit, 2, 1), op(opSubmit, 1, 1), // stop a sub-pool under load
+		op(opSubmit, 2, 1), op(opSubmit, 1, 0), op(opStop, 1, 0), op(opSubmit, 1, 0), op(opTrySubmit, 2, 0),
+		op(opSubmit, 0, 0), op(opStats, 0, 0), op(opWait, 0, 0), op(opWait, 2, 0)})
+	f.Add([]byte{3, 2 + 3*5 + 18*5, op(opSubmit, 0, 1), op(opSubmit, 1, 1), op(opSubmit, 2, 1), // shrink the parent while sub-pool tasks queue
+		op(opSubmit, 1, 1), op(opSubmit, 2, 1), op(opSubmit, 1, 0), op(opSubmit, 2, 0), op(opStats, 0, 0),
+		op(opResize, 0, 0), op(opStats, 1, 0), op(opSubmit, 1, 1), op(opSubmit, 2, 1), op(opResize, 0, 3), op(opWait, 1, 0)})
+	f.Add([]byte{0x21, 2 + 3*2 + 18*3, op(opSubmit, 0, 1), op(opSubmit, 1, 1), op(opSubmit, 1, 1), // parent Stop with queued sub-pool tasks
+		op(opSubmit, 2, 1), op(opSubmit, 2, 0), op(opStop, 0, 0), op(opSubmit, 1, 0), op(opTrySubmit, 2, 0),
+		op(opSubmitTimeout, 1, 0), op(opNewSub, 0, 2), op(opSubmit, 2, 0), op(opStats, 0, 0), op(opWait, 0, 0)})
+	f.Add([]byte{0x04 + 1, 1 + 3*4, op(opSubmit, 0, 1), op(opSubmit, 0, 1), op(opSubmit, 1, 1), // bounded parent, blocked Submit
+		op(opSubmit, 1, 1), op(opSubmit, 0, 1), op(opSubmit, 0, 0), op(opSubmitTimeout, 0, 0), op(opStats, 0, 0)})
+	f.Add([]byte{0x18 + 2, 1 + 3*1, op(opSubmit, 0, 1), op(opSubmit, 0, 1), op(opSubmit, 0, 1), // non-blocking bounded parent
+		op(opSubmit, 0, 1), op(opSubmit, 0, 1), op(opSubmit, 1, 1), op(opTrySubmit, 0, 0), op(opResize, 1, 5),
+		op(opSubmitTimeout, 0, 0), op(opStats, 0, 0), op(opResize, 0, 5), op(opStats, 1, 0), op(opWait, 0, 0)})
+	f.Add([]byte{2, 0, op(opNewSub, 0, 5), op(opNewSub, 0, 0), op(opSubmitPanic, 1, 0), op(opSubmitPanic, 2, 0), // panics, nil, canceled
+		op(opSubmitNil, 1, 0), op(opSubmitCanceled, 2, 0), op(opSubmit, 1, 1), op(opResize, 1, 0), op(opStop, 2, 0),
+		op(opResize, 2, 4), op(opWait, 2, 0), op(opSubmitPanic, 0, 0), op(opStats, 0, 0)})
+	f.Add([]byte{0x23, 2 + 3*5 + 18*5, op(opSubmit, 1, 1), op(opSubmit, 1, 1), op(opSubmit, 2, 1), op(opSubmit, 2, 1), // grow the parent, sub-pools big
+		op(opResize, 0, 5), op(opSubmit, 1, 1), op(opSubmit, 2, 1), op(opStats, 0, 0), op(opResize, 1, 0), op(opResize, 0, 1)})
+	f.Add([]byte{3, 2, op(opSubmit, 1, 1), op(opSubmit, 1, 1), op(opSubmit, 2, 1), op(opSubmit, 2, 1), // sub-pools at their own limits, below the parent's
+		op(opSubmit, 1, 1), op(opStats, 0, 0), op(opWait, 1, 0), op(opWait, 2, 0)})
+	f.Fuzz(func(t *testing.T, in []byte) {
+		if len(in) < 2 {
+			return
+		}
+		if len(in) > 200 {
+			in = in[:200]
+		}
+		base := runtime.NumGoroutine()
+		limit, queueSize := 1+int(in[0]%4), int(in[0]/4%4)
+		nonBlocking, endWithStop := in[0]&0x10 != 0, in[0]&0x20 != 0
+		var handled atomic.Uint64
+		opts := []crew.Option{
+			crew.WithIdleTimeout(0),
+			crew.WithQueueSize(queueSize),
+			crew.WithPanicHandler(func(any, []byte) { handled.Add(1) }),
+		}
+		if nonBlocking {
+			opts = append(opts, crew.WithNonBlocking())
+		}
+		parent := &subFuzzPool{p: crew.New(limit, opts...), gauge: &limitGauge{}, limit: limit}
+		parent.gauge.limit.Store(int64(limit))
+		pools := []*subFuzzPool{parent}
+		watchDone := make(chan struct{})
+		var watchers []<-chan error
+		watch := func(fp *subFuzzPool) {
+			watchers = append(watchers, watchStats(t, fmt.Sprint("pool ", len(watchers)), fp.p, watchDone))
+		}
+		watch(parent)
+		newSub := func(n int) {
+			fp := &subFuzzPool{p: parent.p.Sub(n), gauge: &limitGauge{}, limit: n, stopped: parent.stopped}
+			fp.gauge.limit.Store(int64(n))
+			pools = append(pools, fp)
+			watch(fp)
+		}
+		for _, n := range []int{1 + int(in[1]/3%6), 1 + int(in[1]/18%6)}[:in[1]%3] {
+			newSub(n)
+		}
+
+		gate := make(chan struct{})
+		release := func() {
+			close(gate)
+			gate = make(chan struct{})
+		}
+		finished := false
+		defer func() {
+			if finished {
+				return
+			}
+			// A check failed: leave nothing running for the next input if the pool can,
+			// but do not hang on one that has lost a task.
+			release()
+			for _, fp := range pools {
+				fp.p.Stop()
+			}
+			close(watchDone)
+			select {
+			case <-goRun(parent.p.StopAndWait):
+			case <-time.After(10 * time.Second):
+			}
+		}()
+
+		var tasks []*subFuzzTask
+		newTask := func(step, pool int, held, panics bool) (*subFuzzTask, func()) {
+			rec := &subFuzzTask{pool: pool, panics: panics, submitStep: step}
+			tasks = append(tasks, rec)
+			g := gate
+			own := pools[pool].gauge
+			return rec, func() {
+				defer rec.finished.Store(true)
+				rec.runs.Add(1)
+				parent.gauge.enter()
+				defer parent.gauge.leave()
+				if pool > 0 {
+					own.enter()
+					defer own.leave()
+				}
+				if held {
+					<-g
+				} else {
+					for range 3 {
+						runtime.Gosched()
+					}
+				}
+				if panics {
+					panic("fuzz: planned panic")
+				}
+			}
+		}
+		// settled calls f on its own goroutine and waits for it; if it blocks on the
+		// parent's full queue, the gate is released so that the queue drains.
+		settled := func(what string, f func()) {
+			t.Helper()
+			done := goRun(f)
+			deadline := time.Now().Add(10 * time.Second)
+			for released := false; ; {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				if !released && crew.BlockedSubmitters(parent.p) > 0 {
+					release()
+					released = true
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("%s has not returned after 10 s", what)
+				}
+				time.Sleep(20 * time.Microsecond)
+			}
+		}
+		// mayBeFull says whether a submit to pools[i] may find its queue full.
+		mayBeFull := func(i int) bool { return i == 0 && queueSize > 0 }
+		checkStats := func(step int, i int) {
+			t.Helper()
+			fp := pools[i]
+			s := fp.p.Stats()
+			switch {
+			case s.Completed+s.Panicked > s.Submitted, s.Running > s.MaxWorkers,
+				s.Running < 0, s.Idle < 0, s.Waiting < 0:
+				t.Fatalf("step %d: pool %d: Stats %+v do not add up", step, i, s)
+			case s.MaxWorkers != fp.limit:
+				t.Fatalf("step %d: pool %d: MaxWorkers %d, last Resize set %d", step, i, s.MaxWorkers, fp.limit)
+			case i > 0 && s.Submitted != fp.accepted, i == 0 && s.Submitted < fp.accepted:
+				t.Fatalf("step %d: pool %d: Submitted %d, its submits accepted %d", step, i, s.Submitted, fp.accepted)
+			case s.Submitted < fp.prev.Submitted, s.Completed < fp.prev.Completed,
+				s.Panicked < fp.prev.Panicked, s.Rejected < fp.prev.Rejected:
+				t.Fatalf("step %d: pool %d: a counter went backwards from %+v to %+v", step, i, fp.prev, s)
+			}
+			fp.prev = s
+		}
+		// submitted records a submit's outcome and checks it against what the pool's state
+		// allows: errs lists the errors the pool may return besides nil.
+		submitted := func(step, i int, rec *subFuzzTask, err error, what string, errs ...error) {
+			t.Helper()
+			fp := pools[i]
+			if fp.stopped {
+				errs = []error{crew.ErrStopped}
+				if what == "SubmitContext" {
+					errs = append(errs, context.DeadlineExceeded)
+				}
+				if err == nil {
+					t.Fatalf("step %d: %s to stopped pool %d accepted the task", step, what, i)
+				}
+			}
+			if err == nil {
+				rec.accepted = true
+				fp.accepted++
+				return
+			}
+			for _, want := range errs {
+				if errors.Is(err, want) {
+					return
+				}
+			}
+			t.Fatalf("step %d: %s to pool %d (stopped %v) = %v, want nil or one of %v", step, what, i, fp.stopped, err, errs)
+		}
+		submit := func(step, i int, rec *subFuzzTask, task func()) {
+			t.Helper()
+			var err error
+			if mayBeFull(i) && !nonBlocking {
+				settled(fmt.Sprintf("step %d: Submit", step), func() { err = pools[i].p.Submit(task) })
+			} else {
+				err = pools[i].p.Submit(task)
+			}
+			if mayBeFull(i) && nonBlocking {
+				submitted(step, i, rec, err, "Submit", crew.ErrQueueFull)
+			} else {
+				submitted(step, i, rec, err, "Submit")
+			}
+		}
+		// waitOn releases the gate and waits on pools[i]: every task it accepted has finished.
+		waitOn := func(step, i int) {
+			t.Helper()
+			release()
+			awaitReturn(t, fmt.Sprintf("step %d: Wait on pool %d", step, i), goRun(pools[i].p.Wait))
+			for j, rec := range tasks {
+				if rec.pool == i && rec.accepted && !rec.finished.Load() {
+					t.Fatalf("step %d: Wait on pool %d returned before task %d (step %d) finished", step, i, j, rec.submitStep)
+				}
+			}
+		}
+
+		for step, b := range in[2:] {
+			op, arg := int(b%subFuzzOps), int(b/subFuzzOps)
+			i, x := arg%3, arg/3
+			if i >= len(pools) {
+				i = 0
+			}
+			fp := pools[i]
+			switch op {
+			case opSubmit, opSubmitPanic:
+				rec, task := newTask(step, i, op == opSubmit && x%2 == 1, op == opSubmitPanic)
+				submit(step, i, rec, task)
+			case opTrySubmit:
+				rec, task := newTask(step, i, x%2 == 1, false)
+				ok := fp.p.TrySubmit(task)
+				if ok {
+					rec.accepted = true
+					fp.accepted++
+				}
+				if want := !fp.stopped; ok != want && !(mayBeFull(i) && !ok) {
+					t.Fatalf("step %d: TrySubmit to pool %d (stopped %v) = %v", step, i, fp.stopped, ok)
+				}
+			case opSubmitCanceled:
+				ctx, cancel := context.WithCancel(context.Background())
+				cancel()
+				_, task := newTask(step, i, false, false)
+				if err := fp.p.SubmitContext(ctx, task); !errors.Is(err, context.Canceled) {
+					t.Fatalf("step %d: SubmitContext to pool %d with an ended context = %v, want context.Canceled", step, i, err)
+				}
+			case opSubmitTimeout:
+				rec, task := newTask(step, i, x%2 == 1, false)
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Millisecond)
+				err := fp.p.SubmitContext(ctx, task)
+				cancel()
+				// The deadline may pass before the call even looks at the queue.
+				if mayBeFull(i) && nonBlocking {
+					submitted(step, i, rec, err, "SubmitContext", context.DeadlineExceeded, crew.ErrQueueFull)
+				} else {
+					submitted(step, i, rec, err, "SubmitContext", context.DeadlineExceeded)
+				}
+			case opResize:
+				n := 1 + x%6
+				resized := goRun(func() { fp.gauge.resize(fp.p, n) })
+				if n < fp.limit {
+					// Resize waits for the busy workers above n, and a sub-pool's workers
+					// may wait for the parent's: let every held task finish.
+					runtime.Gosched()
+					release()
+				}
+				awaitReturn(t, fmt.Sprintf("step %d: Resize(%d) of pool %d", step, n, i), resized)
+				fp.limit = n
+			case opWait:
+				waitOn(step, i)
+			case opStop:
+				fp.p.Stop()
+				fp.stopped = true
+				if i == 0 {
+					for _, sub := range pools[1:] {
+						sub.stopped = true
+					}
+					break
+				}
+				// The parent and the sibling still accept.
+				for j, other := range pools {
+					if j != i && !other.stopped {
+						rec, task := newTask(step, j, false, false)
+						submit(step, j, rec, task)
+					}
+				}
+			case opStats:
+				// Give held tasks the chance to start, so that a limit that does not hold
+				// shows: until every pool has nothing waiting or runs at its limit, or at
+				// the parent's. A shape this misses costs 50 ms, not a failure.
+				deadline := time.Now().Add(50 * time.Millisecond)
+				for j := 0; j < len(pools) && time.Now().Before(deadline); {
+					s, ps := pools[j].p.Stats(), parent.p.Stats()
+					if s.Waiting == 0 || s.Running >= s.MaxWorkers || ps.Running >= ps.MaxWorkers {
+						j++
+						continue
+					}
+					time.Sleep(20 * time.Microsecond)
+				}
+				for j := range pools {
+					checkStats(step, j)
+				}
+			case opSubmitNil:
+				if err := fp.p.Submit(nil); !errors.Is(err, crew.ErrNilTask) {
+					t.Fatalf("step %d: Submit(nil) to pool %d = %v, want ErrNilTask", step, i, err)
+				}
+			case opNewSub:
+				if len(pools) < 3 {
+					newSub(1 + x%6)
+				}
+			}
+		}
+
+		if endWithStop {
+			parent.p.Stop()
+			for i, fp := range pools {
+				fp.stopped = true
+				rec, task := newTask(len(in), i, false, false)
+				submit(len(in), i, rec, task)
+				if _, task := newTask(len(in), i, false, false); fp.p.TrySubmit(task) {
+					t.Fatalf("TrySubmit to pool %d after the parent's Stop = true", i)
+				}
+			}
+		}
+		release()
+		awaitReturn(t, "the parent's StopAndWait", goRun(parent.p.StopAndWait))
+		finished = true
+		close(watchDone)
+		for _, w := range watchers {
+			if err := <-w; err != nil {
+				t.FailNow()
+			}
+		}
+		for i, fp := range pools {
+			if err := fp.p.Submit(func() {}); !errors.Is(err, crew.ErrStopped) {
+				t.Fatalf("Submit to pool %d after the parent's StopAndWait = %v, want ErrStopped", i, err)
+			}
+		}
+
+		var panics uint64
+		for j, rec := range tasks {
+			n := rec.runs.Load()
+			if rec.accepted && n != 1 {
+				t.Fatalf("accepted task %d (step %d, pool %d) ran %d times, want once", j, rec.submitStep, rec.pool, n)
+			}
+			if !rec.accepted && n != 0 {
+				t.Fatalf("refused task %d (step %d, pool %d) ran %d times, want never", j, rec.submitStep, rec.pool, n)
+			}
+			if rec.accepted && rec.panics {
+				panics++
+			}
+		}
+		if h := parent.gauge.high.Load(); h > 0 {
+			t.Fatalf("%d tasks of the parent and its sub-pools above the parent's limit ran at once", h)
+		}
+		var panicked uint64
+		for i, fp := range pools {
+			if h := fp.gauge.high.Load(); i > 0 && h > 0 {
+				t.Fatalf("%d tasks above sub-pool %d's limit ran at once", h, i)
+			}
+			s := fp.p.Stats()
+			checkFinalStats(t, fmt.Sprint("pool ", i), s)
+			if s.Submitted < fp.accepted || i > 0 && s.Submitted != fp.accepted {
+				t.Fatalf("pool %d: Submitted %d, its submits accepted %d", i, s.Submitted, fp.accepted)
+			}
+			panicked += s.Panicked
+		}
+		if panicked != panics || handled.Load() != panics {
+			t.Fatalf("%d accepted tasks panicked; Stats count %d, the handler saw %d", panics, panicked, handled.Load())
+		}
+		awaitGoroutines(t, "after StopAndWait", base)
+	})
+}
