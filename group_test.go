@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/crewgo/crew"
+	"github.com/crewgo/crew/internal/crewtest"
 )
 
 // highWater tracks how many calls run at once.
@@ -537,16 +538,11 @@ func TestGroupResultsMapAndForEachPanicsNeverReachPanicHandler(t *testing.T) {
 func together(callers, each int, fn func(c, i int)) {
 	start := make(chan struct{})
 	var wg sync.WaitGroup
-	for c := range callers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			for i := range each {
-				fn(c, i)
-			}
-		}()
-	}
+	crewtest.Spawn(&wg, callers, start, func(c int) {
+		for i := range each {
+			fn(c, i)
+		}
+	})
 	close(start)
 	wg.Wait()
 }

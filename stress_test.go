@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/crewgo/crew"
+	"github.com/crewgo/crew/internal/crewtest"
 	"github.com/crewgo/crew/internal/racetest"
 )
 
@@ -55,21 +56,16 @@ func (l *ledger) id() int {
 // until the ledger runs out of ids: submit gets the goroutine's own random source, seeded by
 // seed and the goroutine's index, and a fresh id. wg counts the goroutines.
 func (l *ledger) submitters(wg *sync.WaitGroup, start <-chan struct{}, n, per int, seed uint64, submit func(r *rand.Rand, id int)) {
-	for s := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r := rand.New(rand.NewPCG(seed, uint64(s)))
-			<-start
-			for range per {
-				id := l.id()
-				if id < 0 {
-					return
-				}
-				submit(r, id)
+	crewtest.Spawn(wg, n, start, func(s int) {
+		r := rand.New(rand.NewPCG(seed, uint64(s)))
+		for range per {
+			id := l.id()
+			if id < 0 {
+				return
 			}
-		}()
-	}
+			submit(r, id)
+		}
+	})
 }
 
 // check fails t unless every accepted task ran exactly once and no refused task ran. It

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/crewgo/crew"
+	"github.com/crewgo/crew/internal/crewtest"
 	crewotel "github.com/crewgo/crew/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -449,48 +450,14 @@ func TestCounterPastInt64StaysAtMaxInt64(t *testing.T) {
 	}
 }
 
-// cancelOnDone is a context that cancels itself when its Done channel is asked for.
-// SubmitContext checks Err before it asks, so a submit given a cancelOnDone on a full queue
-// gets past that check, blocks, and then finds its context ended: a blocked submit whose
-// context ended first, made without waiting for a timer.
-type cancelOnDone struct {
-	context.Context
-	cancel context.CancelFunc
-}
-
-func (c cancelOnDone) Done() <-chan struct{} {
-	c.cancel()
-	return c.Context.Done()
-}
-
 func TestRejectedCountsBlockedSubmitsWhoseContextEnded(t *testing.T) {
 	meter, r := newMeter(t)
-	p := crew.New(1, crew.WithQueueSize(1))
-	defer p.StopAndWait()
-	release := make(chan struct{})
-	defer close(release)
+	p := crewtest.RejectedTwice(t)
 	reg, err := crewotel.Observe(meter, "ctx", p)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer reg.Unregister()
-
-	// One task holds the worker and one fills the queue.
-	if err := p.Submit(func() { <-release }); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, p, "the worker running", func(s crew.Stats) bool { return s.Running == 1 })
-	if err := p.Submit(func() {}); err != nil {
-		t.Fatal(err)
-	}
-	if p.TrySubmit(func() {}) {
-		t.Fatal("TrySubmit on a full queue succeeded")
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	if err := p.SubmitContext(cancelOnDone{ctx, cancel}, func() {}); !errors.Is(err, context.Canceled) {
-		t.Fatalf("SubmitContext on a full queue with its context ending = %v, want context.Canceled", err)
-	}
 	if v := collect(t, r)[point{"crew.tasks.rejected", "pool=ctx"}]; v != 2 {
 		t.Fatalf("crew.tasks.rejected = %d, want 2", v)
 	}
@@ -524,54 +491,6 @@ func checkCollection(pool string, prev, cur map[point]int64) error {
 	return nil
 }
 
-// spawn starts n goroutines, counted by wg, that each wait for release and then run fn with
-// their index.
-func spawn(wg *sync.WaitGroup, n int, release <-chan struct{}, fn func(i int)) {
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-release
-			fn(i)
-		}()
-	}
-}
-
-// submitCounts counts the submits of keepBusy.
-type submitCounts struct{ accepted, refused atomic.Uint64 }
-
-// keepBusy starts 8 submitters, counted by wg, that wait for start and then, until stop is
-// closed, submit to p tasks that return and tasks that panic (p needs a panic handler): half
-// with Submit, half with TrySubmit, which a full queue refuses.
-func keepBusy(t *testing.T, wg *sync.WaitGroup, p *crew.Pool, start, stop <-chan struct{}) *submitCounts {
-	c := &submitCounts{}
-	spawn(wg, 8, start, func(int) {
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			task := func() {}
-			if i%7 == 0 {
-				task = func() { panic("planned panic") }
-			}
-			if i%2 == 0 {
-				if err := p.Submit(task); err != nil {
-					t.Errorf("Submit: %v", err)
-					return
-				}
-				c.accepted.Add(1)
-			} else if p.TrySubmit(task) {
-				c.accepted.Add(1)
-			} else {
-				c.refused.Add(1)
-			}
-		}
-	})
-	return c
-}
-
 // TestStressRegistrationIsSafeForConcurrentUse collects from 64 goroutines at once, through
 // two readers so that the callback itself runs in two collections at a time, while submitters
 // keep the pool busy with tasks that return, tasks that panic and submits that are rejected.
@@ -596,13 +515,13 @@ func TestStressRegistrationIsSafeForConcurrentUse(t *testing.T) {
 
 	start, collected := make(chan struct{}), make(chan struct{})
 	var submitting, closing, collecting sync.WaitGroup
-	keepBusy(t, &submitting, p, start, collected)
+	crewtest.KeepBusy(t, &submitting, p, start, collected)
 
 	// The closers go straight from their release to Close, with nothing in between that the
 	// race detector could take for synchronization between them.
 	closeNow, unregistered := make(chan struct{}), make(chan struct{})
 	var halfway, returned sync.Once
-	spawn(&closing, closers, closeNow, func(i int) {
+	crewtest.Spawn(&closing, closers, closeNow, func(i int) {
 		if err := reg.Close(); err != nil {
 			t.Errorf("closer %d: Close = %v, want nil", i, err)
 		}
@@ -610,7 +529,7 @@ func TestStressRegistrationIsSafeForConcurrentUse(t *testing.T) {
 	})
 
 	var done atomic.Int64
-	spawn(&collecting, collectors, start, func(i int) {
+	crewtest.Spawn(&collecting, collectors, start, func(i int) {
 		var prev map[point]int64
 		for n := range collections {
 			if done.Add(1) == collectors*int64(collections)/2 {

@@ -1,8 +1,6 @@
 package prom_test
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -11,6 +9,7 @@ import (
 	"time"
 
 	"github.com/crewgo/crew"
+	"github.com/crewgo/crew/internal/crewtest"
 	"github.com/crewgo/crew/prom"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -318,42 +317,8 @@ func TestCollectorsOnOneRegistryNeedSameLabelNamesAndDistinctValues(t *testing.T
 	}
 }
 
-// cancelOnDone is a context that cancels itself when its Done channel is asked for.
-// SubmitContext checks Err before it asks, so a submit given a cancelOnDone on a full queue
-// gets past that check, blocks, and then finds its context ended: a blocked submit whose
-// context ended first, made without waiting for a timer.
-type cancelOnDone struct {
-	context.Context
-	cancel context.CancelFunc
-}
-
-func (c cancelOnDone) Done() <-chan struct{} {
-	c.cancel()
-	return c.Context.Done()
-}
-
 func TestRejectedCountsBlockedSubmitsWhoseContextEnded(t *testing.T) {
-	p := crew.New(1, crew.WithQueueSize(1))
-	defer p.StopAndWait()
-	release := make(chan struct{})
-	defer close(release)
-
-	// One task holds the worker and one fills the queue.
-	if err := p.Submit(func() { <-release }); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, p, "the worker running", func(s crew.Stats) bool { return s.Running == 1 })
-	if err := p.Submit(func() {}); err != nil {
-		t.Fatal(err)
-	}
-	if p.TrySubmit(func() {}) {
-		t.Fatal("TrySubmit on a full queue succeeded")
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	if err := p.SubmitContext(cancelOnDone{ctx, cancel}, func() {}); !errors.Is(err, context.Canceled) {
-		t.Fatalf("SubmitContext on a full queue with its context ending = %v, want context.Canceled", err)
-	}
+	p := crewtest.RejectedTwice(t)
 	want := `
 # HELP crew_tasks_rejected_total Submits the pool did not accept because its queue was full or their context ended while they waited.
 # TYPE crew_tasks_rejected_total counter
@@ -385,54 +350,6 @@ func checkScrape(prev, cur map[string]float64) error {
 	return nil
 }
 
-// spawn starts n goroutines, counted by wg, that each wait for release and then run fn with
-// their index.
-func spawn(wg *sync.WaitGroup, n int, release <-chan struct{}, fn func(i int)) {
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-release
-			fn(i)
-		}()
-	}
-}
-
-// submitCounts counts the submits of keepBusy.
-type submitCounts struct{ accepted, refused atomic.Uint64 }
-
-// keepBusy starts 8 submitters, counted by wg, that wait for start and then, until stop is
-// closed, submit to p tasks that return and tasks that panic (p needs a panic handler): half
-// with Submit, half with TrySubmit, which a full queue refuses.
-func keepBusy(t *testing.T, wg *sync.WaitGroup, p *crew.Pool, start, stop <-chan struct{}) *submitCounts {
-	c := &submitCounts{}
-	spawn(wg, 8, start, func(int) {
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			task := func() {}
-			if i%7 == 0 {
-				task = func() { panic("planned panic") }
-			}
-			if i%2 == 0 {
-				if err := p.Submit(task); err != nil {
-					t.Errorf("Submit: %v", err)
-					return
-				}
-				c.accepted.Add(1)
-			} else if p.TrySubmit(task) {
-				c.accepted.Add(1)
-			} else {
-				c.refused.Add(1)
-			}
-		}
-	})
-	return c
-}
-
 // TestStressCollectorIsSafeForConcurrentUse scrapes one collector from 64 goroutines at once,
 // half through one shared registry and half through registries of their own, while submitters
 // keep the pool busy with tasks that return, tasks that panic and submits that are rejected.
@@ -462,8 +379,8 @@ func TestStressCollectorIsSafeForConcurrentUse(t *testing.T) {
 
 	start, scraped := make(chan struct{}), make(chan struct{})
 	var submitting, scraping sync.WaitGroup
-	counts := keepBusy(t, &submitting, p, start, scraped)
-	spawn(&scraping, scrapers, start, func(i int) {
+	counts := crewtest.KeepBusy(t, &submitting, p, start, scraped)
+	crewtest.Spawn(&scraping, scrapers, start, func(i int) {
 		var prev map[string]float64
 		for n := range scrapes {
 			cur, err := gather(gatherers[i])
@@ -487,10 +404,10 @@ func TestStressCollectorIsSafeForConcurrentUse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := final["crew_tasks_submitted_total"], float64(counts.accepted.Load()); got != want {
+	if got, want := final["crew_tasks_submitted_total"], float64(counts.Accepted.Load()); got != want {
 		t.Errorf("submitted = %v, want %v accepted", got, want)
 	}
-	if got, want := final["crew_tasks_rejected_total"], float64(counts.refused.Load()); got != want {
+	if got, want := final["crew_tasks_rejected_total"], float64(counts.Refused.Load()); got != want {
 		t.Errorf("rejected = %v, want %v refused", got, want)
 	}
 	if done, sub := final["crew_tasks_completed_total"]+final["crew_tasks_panicked_total"], final["crew_tasks_submitted_total"]; done != sub {
