@@ -165,8 +165,8 @@ func runN(b *testing.B, c contenders.Contender, workers int, task func()) {
 
 // runParallel submits b.N tasks from b.RunParallel's goroutines (parallelism per
 // GOMAXPROCS) to one runner of c made before the clock starts, waits for them, and fails b
-// unless exactly b.N calls are counted (see tally). A static runner is handed the b.N tasks at once instead, with no
-// submitters, so parallelism does not apply to it.
+// unless exactly b.N calls are counted (see tally). A static runner is handed the b.N tasks
+// at once instead, with no submitters, so parallelism does not apply to it.
 func runParallel(b *testing.B, c contenders.Contender, workers, parallelism int, task func()) {
 	runOnOne(b, c, workers, task, func(r contenders.Runner, counted func()) error {
 		var failed atomic.Value

@@ -102,8 +102,10 @@ func analyze(raw []byte, o options) (*report, error) {
 	if err := r.Err(); err != nil {
 		return nil, err
 	}
-	if _, hi := rep.sampleCounts(); o.in != "" && hi > 0 {
-		rep.opts.count = hi // the samples per benchmark, as the run that wrote the file took them
+	if o.in != "" { // the samples per benchmark, as the run that wrote the file took them
+		if _, hi := rep.sampleCounts(); hi > 0 {
+			rep.opts.count = hi
+		}
 	}
 	rep.machine = fmt.Sprintf("%s/%s, %s, %d cores (GOMAXPROCS %d), %s",
 		goos, goarch, cpu, runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version())
