@@ -1,9 +1,12 @@
 package worker
 
 import (
+	"bytes"
+	"fmt"
+	"runtime"
+	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 )
 
 // TestLockYieldsBeforeWaiting checks lock's contract: a free mutex is taken without yielding;
@@ -22,14 +25,20 @@ func TestLockYieldsBeforeWaiting(t *testing.T) {
 
 	var acquired atomic.Bool
 	done := make(chan struct{})
+	id := make(chan uint64, 1)
 	go func() {
 		defer close(done)
+		id <- goroutineID()
 		e.lock()
 		acquired.Store(true)
 		e.mu.Unlock()
 	}()
-	waitUntil(t, "the yields of the second lock", func() bool { return yields.Load() >= lockYields })
-	time.Sleep(10 * time.Millisecond) // room for a broken lock to yield again or barge in
+	// Once the goroutine is inside Mutex.Lock it has stopped yielding: lock yields only
+	// before it calls Lock. A lock that yielded on and on would never get there.
+	locker := <-id
+	waitUntil(t, "the second lock to wait in Mutex.Lock", func() bool {
+		return strings.Contains(stackOf(locker), "sync.(*Mutex).Lock(")
+	})
 	if n := yields.Load(); n != lockYields {
 		t.Fatalf("lock yielded %d times while the mutex was held, want %d", n, lockYields)
 	}
@@ -67,4 +76,24 @@ func TestLockExcludes(t *testing.T) {
 	if want := goroutines * rounds; counter != want {
 		t.Fatalf("counter = %d after %d locked increments", counter, want)
 	}
+}
+
+// stackOf returns the stack of goroutine id, or "" if it has ended.
+func stackOf(id uint64) string {
+	buf := make([]byte, 64<<10)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	header := fmt.Appendf(nil, "goroutine %d [", id)
+	for _, g := range bytes.Split(buf, []byte("\n\n")) {
+		if bytes.HasPrefix(g, header) {
+			return string(g)
+		}
+	}
+	return ""
 }

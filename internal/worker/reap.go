@@ -4,7 +4,7 @@ import "time"
 
 // reap is the reaper goroutine. park starts it when a worker parks while more than MinWorkers
 // workers are alive (and IdleTimeout is above 0), and it sleeps until the longest-idle worker's
-// deadline instead of ticking.
+// deadline instead of ticking (TestReaperSleepsUntilTheNextDeadline).
 // Taking an idle worker for a task does not stop it: it exits at its next deadline once no idle
 // worker is left to watch (each was dismissed or taken again) or no more than MinWorkers
 // workers are alive. So a pool whose idle workers have all gone back to work keeps the reaper

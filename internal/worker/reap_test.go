@@ -200,6 +200,69 @@ func TestReaperExitsOnceIdleWorkersAreTakenAgain(t *testing.T) {
 	parked()
 }
 
+// TestReaperSleepsUntilTheNextDeadline: the reaper wakes once per idle worker's deadline, at
+// that deadline, rather than on a tick. Two workers park half an idle timeout apart; the
+// reaper must read the clock exactly twice, each time soon after a deadline. A reaper ticking
+// once per timeout would dismiss the second worker half a timeout late, and one ticking faster
+// would read the clock more often.
+func TestReaperSleepsUntilTheNextDeadline(t *testing.T) {
+	const timeout = 600 * time.Millisecond
+	const late = timeout / 3 // how late a wake-up may be on a loaded machine
+	var mu sync.Mutex
+	var reads []time.Time // every call of Now: the two parks', then the reaper's
+	now := func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		reads = append(reads, time.Now())
+		return reads[len(reads)-1]
+	}
+	e := New(Config[func()]{
+		Run:          call,
+		MaxWorkers:   2,
+		IdleTimeout:  timeout,
+		PanicHandler: noPanic,
+		Now:          now,
+	})
+	defer stopAndWait(e)
+	var holds [2]chan struct{}
+	var started sync.WaitGroup
+	started.Add(2)
+	for i := range holds {
+		holds[i] = make(chan struct{})
+		submit(t, e, func() { started.Done(); <-holds[i] })
+	}
+	started.Wait()
+	close(holds[0])
+	waitUntil(t, "the first worker parked", func() bool { return e.Counters().Idle == 1 })
+	time.Sleep(timeout / 2)
+	close(holds[1])
+	waitUntil(t, "both workers parked", func() bool { return e.Counters().Idle == 2 })
+	var deadlines []time.Time
+	e.mu.Lock()
+	for _, w := range e.idle {
+		deadlines = append(deadlines, w.idleSince.Add(timeout))
+	}
+	e.mu.Unlock()
+
+	waitUntil(t, "both workers reaped and the reaper gone", func() bool {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		return e.workers == 0 && !e.reaping
+	})
+	mu.Lock()
+	wakes := slices.Clone(reads[2:])
+	mu.Unlock()
+	if len(wakes) != len(deadlines) {
+		t.Fatalf("the reaper read the clock %d times for %d idle workers, want once each",
+			len(wakes), len(deadlines))
+	}
+	for i, wake := range wakes {
+		if d := wake.Sub(deadlines[i]); d < 0 || d > late {
+			t.Errorf("wake-up %d came %v after idle worker %d's deadline, want 0 to %v", i+1, d, i+1, late)
+		}
+	}
+}
+
 // reapers counts the goroutines running an engine's reap.
 func reapers() int {
 	buf := make([]byte, 64<<10)
