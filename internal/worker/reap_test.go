@@ -209,12 +209,19 @@ func TestReaperSleepsUntilTheNextDeadline(t *testing.T) {
 	const timeout = 600 * time.Millisecond
 	const late = timeout / 3 // how late a wake-up may be on a loaded machine
 	var mu sync.Mutex
-	var reads []time.Time // every call of Now: the two parks', then the reaper's
+	workers := map[uint64]bool{} // the ids of the goroutines that ran the tasks
+	// The clock's readings: parks are a worker's, wakes the reaper's.
+	var parks, wakes []time.Time
 	now := func() time.Time {
+		id, t := goroutineID(), time.Now()
 		mu.Lock()
 		defer mu.Unlock()
-		reads = append(reads, time.Now())
-		return reads[len(reads)-1]
+		if workers[id] {
+			parks = append(parks, t)
+		} else {
+			wakes = append(wakes, t)
+		}
+		return t
 	}
 	e := New(Config[func()]{
 		Run:          call,
@@ -229,35 +236,36 @@ func TestReaperSleepsUntilTheNextDeadline(t *testing.T) {
 	started.Add(2)
 	for i := range holds {
 		holds[i] = make(chan struct{})
-		submit(t, e, func() { started.Done(); <-holds[i] })
+		submit(t, e, func() {
+			mu.Lock()
+			workers[goroutineID()] = true
+			mu.Unlock()
+			started.Done()
+			<-holds[i]
+		})
 	}
 	started.Wait()
 	close(holds[0])
 	waitUntil(t, "the first worker parked", func() bool { return e.Counters().Idle == 1 })
 	time.Sleep(timeout / 2)
 	close(holds[1])
-	waitUntil(t, "both workers parked", func() bool { return e.Counters().Idle == 2 })
-	var deadlines []time.Time
-	e.mu.Lock()
-	for _, w := range e.idle {
-		deadlines = append(deadlines, w.idleSince.Add(timeout))
-	}
-	e.mu.Unlock()
-
 	waitUntil(t, "both workers reaped and the reaper gone", func() bool {
 		e.mu.Lock()
 		defer e.mu.Unlock()
 		return e.workers == 0 && !e.reaping
 	})
+
 	mu.Lock()
-	wakes := slices.Clone(reads[2:])
-	mu.Unlock()
-	if len(wakes) != len(deadlines) {
+	defer mu.Unlock()
+	if len(parks) != 2 {
+		t.Fatalf("%d parks, want 2", len(parks))
+	}
+	if len(wakes) != len(parks) {
 		t.Fatalf("the reaper read the clock %d times for %d idle workers, want once each",
-			len(wakes), len(deadlines))
+			len(wakes), len(parks))
 	}
 	for i, wake := range wakes {
-		if d := wake.Sub(deadlines[i]); d < 0 || d > late {
+		if d := wake.Sub(parks[i].Add(timeout)); d < 0 || d > late {
 			t.Errorf("wake-up %d came %v after idle worker %d's deadline, want 0 to %v", i+1, d, i+1, late)
 		}
 	}
