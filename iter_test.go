@@ -312,12 +312,7 @@ func TestForEachCallStartedAfterFirstErrorSeesContextCanceled(t *testing.T) {
 	p := crew.New(2)
 	defer p.StopAndWait()
 	// One worker is held, so of ForEach's two calls in flight one runs and one waits.
-	held, release := make(chan struct{}), make(chan struct{})
-	defer close(release)
-	if err := p.Submit(func() { close(held); <-release }); err != nil {
-		t.Fatal(err)
-	}
-	<-held
+	defer holdWorkers(t, plainPool{p}, 1, 0)() // released before StopAndWait
 	submitted := make(chan struct{})
 	seq := func(yield func(int) bool) {
 		if yield(0) && yield(1) {

@@ -80,20 +80,23 @@ func TestLockExcludes(t *testing.T) {
 
 // stackOf returns the stack of goroutine id, or "" if it has ended.
 func stackOf(id uint64) string {
-	buf := make([]byte, 64<<10)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			buf = buf[:n]
-			break
-		}
-		buf = make([]byte, 2*len(buf))
-	}
 	header := fmt.Appendf(nil, "goroutine %d [", id)
-	for _, g := range bytes.Split(buf, []byte("\n\n")) {
+	for _, g := range bytes.Split(allStacks(), []byte("\n\n")) {
 		if bytes.HasPrefix(g, header) {
 			return string(g)
 		}
 	}
 	return ""
+}
+
+// allStacks returns the stacks of all goroutines, whatever their length.
+func allStacks() []byte {
+	buf := make([]byte, 64<<10)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			return buf[:n]
+		}
+		buf = make([]byte, 2*len(buf))
+	}
 }

@@ -273,14 +273,7 @@ func TestReaperSleepsUntilTheNextDeadline(t *testing.T) {
 
 // reapers counts the goroutines running an engine's reap.
 func reapers() int {
-	buf := make([]byte, 64<<10)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			return bytes.Count(buf[:n], []byte("worker.(*Engine[...]).reap("))
-		}
-		buf = make([]byte, 2*len(buf))
-	}
+	return bytes.Count(allStacks(), []byte("worker.(*Engine[...]).reap("))
 }
 
 // TestStopWhileReaperRunsClosesExited: Stop racing with the reaper's timer still closes
