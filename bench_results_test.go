@@ -58,7 +58,7 @@ func BenchmarkResultsGo(b *testing.B) {
 	defer p.StopAndWait()
 	var ran atomic.Int64
 	fn := func(context.Context) (int, error) { ran.Add(1); return 1, nil }
-	r, _ := crew.NewResults[int](p, context.Background())
+	r, _ := crew.NewResults[int](context.Background(), p)
 	for range b.N {
 		r.Go(fn)
 	}

@@ -29,59 +29,46 @@
 // [Pool.Wait] waits for the tasks accepted so far and leaves the pool usable. [Pool.Stop]
 // stops accepting tasks and returns at once; [Pool.StopAndWait] also waits for every accepted
 // task and worker, its sub-pools' included; [Pool.Shutdown] waits until a context ends.
-// [Pool.Resize] changes the limit while tasks run. [Pool.Stats] gives a consistent snapshot of
-// the counters.
+// [Pool.Resize] changes the limit while tasks run and returns at once. [Pool.Stats] gives a
+// consistent snapshot of the counters.
 //
 // # Panics
 //
 // A task that panics never takes down its worker or the process. A plain task's panic goes to
 // the handler set by [WithPanicHandler] (by default, logged with its stack through log/slog);
 // a function run by [Go], a [Group], [Results], [Map] or [ForEach] reports it as a
-// [*PanicError] from Wait.
+// [*PanicError] from Wait. panic(nil) is a panic like any other, also under
+// GODEBUG=panicnil=1. A task or a panic handler that calls [runtime.Goexit] ends its worker's
+// goroutine; the task counts as completed (or panicked, from the handler) and a new worker
+// takes the worker's place.
 //
 // # Guarantees
 //
-// Each guarantee names the tests that prove it; the stress suite (go test -run Stress, longer
-// with -stress.duration) and FuzzPoolOperations check them all together under load.
-//
 //   - Every task whose submit returned nil (or true) runs exactly once, even across Resize,
 //     Stop, Shutdown and the end of the pool's context; a task whose submit failed never runs.
-//     TestSubmitRunsAcceptedTaskExactlyOnce, TestResizeLosesNoTask, TestStopRunsAcceptedTasks,
-//     TestStopWithMillionQueuedTasksRunsThemAll,
-//     TestStressEveryAcceptedTaskRunsExactlyOnce, TestStressInvokeRunsEachArgumentExactlyOnce, FuzzPoolOperations.
-//   - No more than MaxWorkers tasks of a pool, or of a sub-pool, run at the same time, and a
-//     sub-pool's tasks count against its parent's limit. From the return of a shrinking
-//     Resize, the new limit holds. TestNoMoreThanMaxWorkersRun, TestSubPoolSharesParentLimit,
-//     TestResizeShrinkingHoldsNewLimit, TestResizeToOneUnderFullLoadLosesNothingAndHoldsTheLimit.
+//   - No task of a pool, or of a sub-pool, starts while its limit or more of its tasks run,
+//     and a sub-pool's tasks count against its parent's limit. Tasks running when a shrinking
+//     Resize returns finish; the new limit holds for every start after it.
 //   - After StopAndWait returns, no goroutine of the pool is left running; an idle pool keeps
 //     no goroutine beyond its minimum workers, and its queue gives its memory back.
-//     TestStopAndWaitLeavesNoGoroutine, TestStopAndWaitReturnsWhenReaperIsLast,
-//     TestMillionTasksLeaveHeapAndGoroutinesAsTheyWere.
 //   - A bounded queue bounds memory: only the tasks it holds are kept alive.
-//     TestBoundedQueueBoundsMemory.
 //   - All methods are safe for concurrent use; a second Stop is a no-op; Stats snapshots are
-//     consistent. TestSecondStopIsNoop, TestStatsSnapshotIsConsistentUnderLoad, and the Stats watcher
-//     of TestStressEveryAcceptedTaskRunsExactlyOnce.
+//     consistent.
+//   - Pools work inside testing/synctest bubbles: pools made in different bubbles, and idle
+//     timeouts on a bubble's clock.
 //
 // # Failure behaviour
 //
 //   - A task that panics: the panic handler gets the value and the stack, Stats.Panicked
-//     counts it, the worker keeps serving (TestPanicGoesToHandlerAndWorkerKeepsServing). In a
-//     Future, Group, Results, Map or ForEach it is returned as a [*PanicError]
-//     (TestFuturePanicBecomesPanicError, TestGroupPanicBecomesPanicError).
-//   - A panic handler that panics: reported through the default handler; the worker survives
-//     (TestPanicHandlerThatPanicsIsReportedAndWorkerKeepsServing); a panic in a sub-pool task
-//     goes to the parent's handler (TestPanicInSubPoolTaskLeavesParentWorking).
-//   - A task that calls runtime.Goexit: counted as completed; its worker's place goes to a new
-//     worker (TestTaskCallingGoexitIsCountedAndReplaced).
-//   - A task that never returns: Shutdown(ctx) returns ctx.Err() when ctx ends and every other
-//     task still runs (TestShutdownReturnsContextErrorAndTheRestDrain).
-//   - Wait called from a task of the same pool waits for that task too, so it never returns
-//     (TestWaitFromTaskDoesNotReturnWhileTaskRuns). Stop, Stats, TrySubmit and a growing Resize are
-//     safe from a task (TestCallsFromTaskNeverDeadlock, TestStopFromTaskLetsAcceptedTasksRun); a
-//     shrinking Resize from a task may wait for that task, and a blocking Submit from a task
+//     counts it, the worker keeps serving. In a Future, Group, Results, Map or ForEach it is
+//     returned as a [*PanicError].
+//   - A panic handler that panics: reported through the default handler; the worker survives.
+//     A panic in a sub-pool's task goes to the sub-pool's handler, by default its parent's.
+//   - A task that never returns: Shutdown(ctx) returns ctx.Err() when ctx ends and every
+//     other task still runs.
+//   - Wait called from a task of the same pool waits for that task too, so it never returns.
+//     Stop, Stats, TrySubmit and Resize are safe from a task; a blocking Submit from a task
 //     into its own full queue waits for a worker like any other.
-//   - Submitters blocked on a full queue when the pool stops return [ErrStopped]
-//     (TestStopReleasesBlockedSubmitters); a submit after the pool's context ended returns
-//     [ErrStopped] (TestSubmitAfterPoolContextEndedIsRefused).
+//   - Submitters blocked on a full queue when the pool stops return [ErrStopped]; a submit
+//     after the pool's context ended returns [ErrStopped].
 package crew

@@ -62,7 +62,7 @@ func ExamplePool_Group() {
 func ExampleNewResults() {
 	pool := crew.New(4)
 	defer pool.StopAndWait()
-	r, ctx := crew.NewResults[string](pool, context.Background())
+	r, ctx := crew.NewResults[string](context.Background(), pool)
 	for _, url := range []string{"https://a.example/1", "https://b.example/2", "https://c.example/3"} {
 		r.Go(func(context.Context) (string, error) { return fetch(ctx, url) })
 	}

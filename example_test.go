@@ -157,7 +157,7 @@ func ExamplePool_Stats() {
 	}
 	pool.StopAndWait()
 	s := pool.Stats()
-	fmt.Println(s.Submitted, s.Completed, s.Running)
+	fmt.Println(s.Accepted, s.Completed, s.Running)
 	// Output: 5 5 0
 }
 
@@ -325,7 +325,7 @@ func ExampleStats() {
 	pool.Submit(func() { panic("lost") })
 	pool.StopAndWait()
 	s := pool.Stats()
-	fmt.Printf("submitted %d, completed %d, panicked %d\n", s.Submitted, s.Completed, s.Panicked)
+	fmt.Printf("submitted %d, completed %d, panicked %d\n", s.Accepted, s.Completed, s.Panicked)
 	// Output: submitted 2, completed 1, panicked 1
 }
 

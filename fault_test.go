@@ -184,14 +184,14 @@ func TestStopFromTaskLetsAcceptedTasksRun(t *testing.T) {
 		t.Fatalf("Shutdown from a task = %v, want context.DeadlineExceeded", shutdown)
 	}
 	s := p.Stats()
-	if uint64(ran.Load())+1 != s.Submitted || s.Completed != s.Submitted {
+	if uint64(ran.Load())+1 != s.Accepted || s.Completed != s.Accepted {
 		t.Fatalf("stats %+v, %d tasks ran after the stopping one: accepted tasks were lost", s, ran.Load())
 	}
 }
 
 // TestResizeToOneUnderFullLoadLosesNothingAndHoldsTheLimit: with every worker busy, the queue
-// full and submitters blocked, Resize(1) returns once the busy workers above 1 finish; every
-// accepted task runs exactly once, and from then on one runs at a time.
+// full and submitters blocked, Resize(1) returns at once; every accepted task runs exactly
+// once, and the tasks started after it run one at a time.
 func TestResizeToOneUnderFullLoadLosesNothingAndHoldsTheLimit(t *testing.T) {
 	const workers, queue, blocked = 8, 64, 16
 	p := crew.New(workers, crew.WithQueueSize(queue))
@@ -230,13 +230,8 @@ func TestResizeToOneUnderFullLoadLosesNothingAndHoldsTheLimit(t *testing.T) {
 	}
 	done := make(chan struct{})
 	go func() { p.Resize(1); resized.Store(true); close(done) }()
-	select {
-	case <-done:
-		t.Fatal("Resize(1) returned while 8 tasks ran")
-	case <-time.After(10 * time.Millisecond):
-	}
+	awaitReturn(t, "Resize(1) with 8 tasks running", done)
 	close(hold)
-	<-done
 	subs.Wait()
 	p.StopAndWait()
 	for i := range runs {
@@ -336,7 +331,7 @@ func TestTaskCallingGoexitIsCountedAndReplaced(t *testing.T) {
 	close(hold)
 	ran.Wait()
 	p.StopAndWait()
-	if s := p.Stats(); s.Completed != 11 || s.Submitted != 11 {
+	if s := p.Stats(); s.Completed != 11 || s.Accepted != 11 {
 		t.Fatalf("stats %+v, want 11 submitted and completed", s)
 	}
 }

@@ -4,8 +4,7 @@ import "context"
 
 // FuncPool runs one function, fn, on arguments of type T, on at most MaxWorkers reused
 // goroutines. It is [Pool] for the case where every task calls the same function: the
-// arguments wait in the queue unboxed, so [FuncPool.Invoke] allocates nothing per call
-// (BenchmarkInvoke, TestInvokeAllocatesNothing).
+// arguments wait in the queue unboxed, so [FuncPool.Invoke] allocates nothing per call.
 //
 // A FuncPool is safe for concurrent use. Build one with [NewFunc]; the zero value is not
 // usable. Its lifecycle (Wait, Stop, StopAndWait, Shutdown, Resize, Stats) is the same as
@@ -33,8 +32,7 @@ func NewFunc[T any](maxWorkers int, fn func(T), opts ...Option) *FuncPool[T] {
 // called with arg. A nil pointer or interface is an argument like any other. What the caller
 // did before Invoke happens before the call starts, which may be before Invoke returns. It
 // allocates nothing in steady state.
-// Like Submit, it yields its processor while 64 or more calls per live worker (and at least
-// 4096) wait.
+// Like Submit, it may yield its processor while far more calls wait than workers are alive.
 func (p *FuncPool[T]) Invoke(arg T) error {
 	return p.core.submit(arg, true)
 }

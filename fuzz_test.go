@@ -48,7 +48,8 @@ type poolModel struct {
 	stopped          bool
 	running, waiting int
 	submitted, done  uint64
-	refused          uint64
+	refused          uint64 // Stats.Rejected: a full queue
+	canceled         uint64 // Stats.Canceled: the submitter's context ended first
 }
 
 // offer decides a submit's fate: "run", "queue", or "full".
@@ -222,6 +223,7 @@ func FuzzPoolOperations(f *testing.F) {
 				if err := p.submitContext(ctx, newTask(false)); !errors.Is(err, context.Canceled) {
 					t.Fatalf("step %d: SubmitContext with an ended context = %v, want context.Canceled", step, err)
 				}
+				m.canceled++
 			case opSubmitTimeout:
 				fate := m.offer()
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Millisecond)
@@ -232,6 +234,9 @@ func FuzzPoolOperations(f *testing.F) {
 					if !errors.Is(err, crew.ErrStopped) && !errors.Is(err, context.DeadlineExceeded) {
 						t.Fatalf("step %d: SubmitContext after Stop = %v", step, err)
 					}
+					if errors.Is(err, context.DeadlineExceeded) {
+						m.canceled++
+					}
 				case fate == "full" && m.nonBlocking:
 					if !errors.Is(err, crew.ErrQueueFull) {
 						t.Fatalf("step %d: SubmitContext, full non-blocking queue = %v, want ErrQueueFull", step, err)
@@ -241,7 +246,7 @@ func FuzzPoolOperations(f *testing.F) {
 					if !errors.Is(err, context.DeadlineExceeded) {
 						t.Fatalf("step %d: SubmitContext, full queue = %v, want DeadlineExceeded", step, err)
 					}
-					m.refused++
+					m.canceled++
 				case err == nil:
 					accepted[len(accepted)-1] = true
 					m.accept()
@@ -251,19 +256,15 @@ func FuzzPoolOperations(f *testing.F) {
 					if !errors.Is(err, context.DeadlineExceeded) {
 						t.Fatalf("step %d: SubmitContext with room = %v", step, err)
 					}
+					m.canceled++
 				}
 			case opResize:
 				n := 1 + arg%6
 				name = fmt.Sprint("Resize ", n)
 				resized := make(chan struct{})
 				go func() { p.Resize(n); close(resized) }()
-				if m.running > n {
-					// Resize waits for the busy workers above n: let every task finish.
-					release()
-					p.Wait()
-					m.done += uint64(m.running + m.waiting)
-					drained()
-				}
+				// Resize returns at once, even below the tasks running: they finish, and
+				// none starts until fewer than n run.
 				select {
 				case <-resized:
 				case <-time.After(10 * time.Second):
@@ -286,10 +287,10 @@ func FuzzPoolOperations(f *testing.F) {
 			case opStats:
 				settle(step, name)
 				s := p.Stats()
-				if s.MaxWorkers != m.limit || s.Submitted != m.submitted || s.Rejected != m.refused ||
-					s.Completed+s.Panicked > s.Submitted || s.Completed+s.Panicked < m.done {
-					t.Fatalf("step %d: Stats %+v, model limit %d submitted %d done %d refused %d",
-						step, s, m.limit, m.submitted, m.done, m.refused)
+				if s.MaxWorkers != m.limit || s.Accepted != m.submitted || s.Rejected != m.refused ||
+					s.Canceled != m.canceled || s.Running != m.running || s.Waiting != m.waiting ||
+					s.Completed+s.Panicked > s.Accepted || s.Completed+s.Panicked < m.done {
+					t.Fatalf("step %d: Stats %+v, model %+v", step, s, m)
 				}
 			case opSubmitNil:
 				if _, isFunc := p.(invokePool); isFunc {
@@ -315,7 +316,7 @@ func FuzzPoolOperations(f *testing.F) {
 			}
 		}
 		s := p.Stats()
-		if s.Submitted != m.submitted || s.Completed+s.Panicked != s.Submitted || s.Panicked != panicsAccepted ||
+		if s.Accepted != m.submitted || s.Completed+s.Panicked != s.Accepted || s.Panicked != panicsAccepted ||
 			handled.Load() != s.Panicked || s.Running != 0 || s.Waiting != 0 || s.Idle != 0 {
 			t.Fatalf("final Stats %+v, model submitted %d panicked %d, handler saw %d",
 				s, m.submitted, panicsAccepted, handled.Load())

@@ -123,7 +123,7 @@ type Results[R any] struct {
 // NewResults returns a new Results that runs its functions on p, and the context they receive:
 // derived from ctx and canceled at the first error, with that error as its [context.Cause], or
 // when Wait returns.
-func NewResults[R any](p *Pool, ctx context.Context) (*Results[R], context.Context) {
+func NewResults[R any](ctx context.Context, p *Pool) (*Results[R], context.Context) {
 	r := new(Results[R])
 	return r, r.g.init(p, ctx)
 }

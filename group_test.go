@@ -162,7 +162,7 @@ func TestGroupOnStoppedPoolReturnsErrStopped(t *testing.T) {
 	if err := g.Wait(); !errors.Is(err, crew.ErrStopped) {
 		t.Fatalf("Wait = %v, want ErrStopped", err)
 	}
-	r, _ := crew.NewResults[int](p, context.Background())
+	r, _ := crew.NewResults[int](context.Background(), p)
 	r.Go(func(context.Context) (int, error) { t.Error("ran on a stopped pool"); return 1, nil })
 	if _, err := r.Wait(); !errors.Is(err, crew.ErrStopped) {
 		t.Fatalf("Results.Wait = %v, want ErrStopped", err)
@@ -244,7 +244,7 @@ func TestResultsWaitKeepsSubmissionOrder(t *testing.T) {
 	t.Parallel()
 	p := crew.New(8)
 	defer p.StopAndWait()
-	r, _ := crew.NewResults[int](p, context.Background())
+	r, _ := crew.NewResults[int](context.Background(), p)
 	const n = 200
 	for i := range n {
 		r.Go(func(context.Context) (int, error) {
@@ -270,7 +270,7 @@ func TestResultsReturnsFirstErrorAndZeroForFailed(t *testing.T) {
 	t.Parallel()
 	p := crew.New(1) // one worker: the functions run one after another, in submission order
 	defer p.StopAndWait()
-	r, ctx := crew.NewResults[string](p, context.Background())
+	r, ctx := crew.NewResults[string](context.Background(), p)
 	boom := errors.New("boom")
 	var causeSeen error
 	r.Go(func(context.Context) (string, error) { return "a", nil })
@@ -302,7 +302,7 @@ func TestResultsLeavesZeroForRefused(t *testing.T) {
 	t.Parallel()
 	p := crew.New(1)
 	defer p.StopAndWait()
-	r, _ := crew.NewResults[int](p, context.Background())
+	r, _ := crew.NewResults[int](context.Background(), p)
 	r.Go(nil)
 	r.Go(func(context.Context) (int, error) { return 2, nil })
 	vals, err := r.Wait()
@@ -314,7 +314,7 @@ func TestResultsLeavesZeroForRefused(t *testing.T) {
 	}
 
 	p.Stop()
-	r, _ = crew.NewResults[int](p, context.Background())
+	r, _ = crew.NewResults[int](context.Background(), p)
 	r.Go(func(context.Context) (int, error) { return 1, nil })
 	vals, err = r.Wait()
 	if !errors.Is(err, crew.ErrStopped) {
@@ -362,7 +362,7 @@ var goCalls = []goCall{
 		return g.Wait
 	}},
 	{"Results.Go", func(p *crew.Pool, fn func()) func() error {
-		r, _ := crew.NewResults[int](p, context.Background())
+		r, _ := crew.NewResults[int](context.Background(), p)
 		r.Go(func(context.Context) (int, error) { fn(); return 1, nil })
 		return func() error { _, err := r.Wait(); return err }
 	}},
@@ -469,7 +469,7 @@ func TestResultsPanicBecomesPanicError(t *testing.T) {
 	t.Parallel()
 	p := crew.New(2)
 	defer p.StopAndWait()
-	r, _ := crew.NewResults[int](p, context.Background())
+	r, _ := crew.NewResults[int](context.Background(), p)
 	r.Go(func(context.Context) (int, error) { return 1, nil })
 	r.Go(resultsPanics)
 	vals, err := r.Wait()
@@ -581,7 +581,7 @@ func TestResultsIsSafeForConcurrentGoAndKeepsTheOrderGoTookEffect(t *testing.T) 
 	p := crew.New(4)
 	defer p.StopAndWait()
 	const callers, each = 64, 50
-	r, _ := crew.NewResults[int](p, context.Background())
+	r, _ := crew.NewResults[int](context.Background(), p)
 	runs := make([]atomic.Int32, callers*each)
 	together(callers, each, func(c, i int) {
 		v := c*each + i + 1 // never the zero value

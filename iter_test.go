@@ -402,7 +402,7 @@ func TestResultsGoAllocatesOneResultHolder(t *testing.T) {
 	defer p.StopAndWait()
 	fn := func(context.Context) (int, error) { return 1, nil }
 	perGo := allocsPerItem(t, func(n int) {
-		r, _ := crew.NewResults[int](p, context.Background())
+		r, _ := crew.NewResults[int](context.Background(), p)
 		for range n {
 			r.Go(fn)
 		}

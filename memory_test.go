@@ -87,7 +87,7 @@ func TestMillionTasksLeaveHeapAndGoroutinesAsTheyWere(t *testing.T) {
 		t.Fatalf("live heap %d B after %d tasks, %d B before (peak %d B with the queue full): "+
 			"more than %d B were kept", after, n, baseHeap, peak, slack)
 	}
-	if s := p.Stats(); s.Submitted != uint64(n+8) || s.Completed != s.Submitted {
+	if s := p.Stats(); s.Accepted != uint64(n+8) || s.Completed != s.Accepted {
 		t.Fatalf("stats %+v, want %d submitted and completed", s, n+8)
 	}
 	p.StopAndWait()

@@ -26,10 +26,15 @@ type config struct {
 }
 
 func newConfig(caller string, maxWorkers int, opts []Option) config {
+	return newConfigFrom(config{idleTimeout: DefaultIdleTimeout, panicHandler: worker.DefaultPanicHandler},
+		caller, maxWorkers, opts)
+}
+
+// newConfigFrom applies opts to c, which holds the defaults, and checks the result.
+func newConfigFrom(c config, caller string, maxWorkers int, opts []Option) config {
 	if maxWorkers < 1 {
 		panic(fmt.Sprintf("crew: %s: maxWorkers must be >= 1, got %d", caller, maxWorkers))
 	}
-	c := config{idleTimeout: DefaultIdleTimeout, panicHandler: worker.DefaultPanicHandler}
 	for _, opt := range opts {
 		if opt != nil {
 			opt(&c)

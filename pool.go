@@ -56,16 +56,13 @@ func New(maxWorkers int, opts ...Option) *Pool {
 // ([WithPanicHandler]) and the worker keeps serving.
 // Submit allocates nothing beyond the caller's closure, also while a backlog forms and drains
 // again: the queue reuses the memory a drained backlog held, until the garbage collector takes
-// it back two collections later (BenchmarkSubmit, TestSubmitAllocatesNothingWhileABacklogSwings,
-// TestMillionTasksLeaveHeapAndGoroutinesAsTheyWere). Pools share that memory, so a pool made
-// after another one stopped does not allocate it again
-// (TestNewPoolReusesQueueMemoryOfAStoppedOne).
+// it back. Pools share that memory, so a pool made after another one stopped does not
+// allocate it again.
 //
-// While 64 or more tasks per live worker (and at least 4096) are waiting, Submit yields its
-// processor (runtime.Gosched) before it returns, so that a producer far ahead of the workers
-// lets them catch up rather than pile up a backlog that every garbage collection has to scan.
-// At most 256 submitters yield at once; the others return without yielding. Submit does not
-// wait for room.
+// While many more tasks wait than workers are alive, Submit may yield its processor
+// (runtime.Gosched) before it returns, so that a producer far ahead of the workers lets them
+// catch up rather than pile up a backlog that every garbage collection has to scan. That is
+// not waiting for room: on an unbounded queue Submit never blocks.
 func (p *Pool) Submit(task func()) error {
 	if task == nil {
 		return ErrNilTask
@@ -119,8 +116,7 @@ func (p *Pool) Stop() {
 
 // StopAndWait stops the pool as [Pool.Stop] does, then waits until every accepted task has
 // finished and every worker goroutine of the pool has exited. That includes the tasks of its
-// sub-pools ([Pool.Sub]), which run on the pool's workers
-// (TestStopAndWaitWaitsForSubPoolTasks).
+// sub-pools ([Pool.Sub]), which run on the pool's workers.
 func (p *Pool) StopAndWait() {
 	p.Stop()
 	<-p.core.e.Exited()
@@ -135,12 +131,12 @@ func (p *Pool) Shutdown(ctx context.Context) error {
 	return p.core.awaitExit(ctx)
 }
 
-// Resize sets the worker limit to maxWorkers. Growing starts queued tasks on new workers at
-// once and returns without waiting. Shrinking makes idle workers above the limit exit and
-// waits until the busy ones above it have finished their task, so from the moment Resize
-// returns no more than maxWorkers tasks run; no task is lost or run twice. A growing Resize is
-// safe to call from a task; a shrinking one called from a task may wait for that very task,
-// and then never returns. It panics if maxWorkers is less than 1.
+// Resize sets the worker limit to maxWorkers and returns at once, without waiting for running
+// tasks. From its return [Pool.Stats] reports the new limit and no task starts while that
+// many or more run. Growing starts queued tasks at once. Shrinking makes idle workers above
+// the limit exit; tasks already running finish, so Running may exceed the new limit until
+// they do. No task is lost or run twice. Resize is safe to call from a task. It panics if
+// maxWorkers is less than 1.
 func (p *Pool) Resize(maxWorkers int) { p.core.resize(maxWorkers) }
 
 // Stats returns a consistent snapshot of the pool's counters; see [Stats]. It takes one short
@@ -149,18 +145,24 @@ func (p *Pool) Stats() Stats { return statsOf(p.core.e.Counters()) }
 
 // Sub returns a sub-pool that runs its tasks on p's workers, at most maxWorkers of them at a
 // time. Tasks of p and of all its sub-pools together never exceed p's limit, whatever the
-// sub-pool's own. A sub-pool has p's panic handler and an unbounded queue, and the full
-// [Pool] API: it can be resized, stopped (which leaves p and its other sub-pools working) and
-// have sub-pools of its own. Stopping p stops its sub-pools; their accepted tasks still run, and
-// p's [Pool.StopAndWait] and [Pool.Shutdown] wait for them.
-// It panics if maxWorkers is less than 1.
+// sub-pool's own. A sub-pool has the full [Pool] API: it can be resized, stopped (which
+// leaves p and its other sub-pools working) and have sub-pools of its own. Stopping p stops
+// its sub-pools; their accepted tasks still run, and p's [Pool.StopAndWait] and
+// [Pool.Shutdown] wait for them. It panics if maxWorkers is less than 1 or an option is out
+// of range.
+//
+// By default a sub-pool has p's panic handler and an unbounded queue. opts may bound its
+// queue ([WithQueueSize], [WithNonBlocking]), give it a panic handler of its own
+// ([WithPanicHandler]) or tie it to a context ([WithContext]); [WithMinWorkers] and
+// [WithIdleTimeout] have no effect on it, since its workers are p's.
 //
 // A sub-pool's worker is a task of p that runs the sub-pool's queued tasks one after another
 // and returns when the queue is empty; it may wait in p's queue like any task of p.
-func (p *Pool) Sub(maxWorkers int) *Pool {
-	c := newConfig("Sub", maxWorkers, nil)
-	c.panicHandler = p.core.cfg.panicHandler
-	c.now = p.core.cfg.now
+func (p *Pool) Sub(maxWorkers int, opts ...Option) *Pool {
+	base := p.core.cfg
+	base.queueSize, base.nonBlocking, base.minWorkers, base.ctx = 0, false, 0, nil
+	c := newConfigFrom(base, "Sub", maxWorkers, opts)
+	c.minWorkers = 0
 	child := &Pool{parent: p}
 	ec := engineConfig(c, maxWorkers, runTask)
 	ec.Start = func(first task) {
@@ -168,7 +170,7 @@ func (p *Pool) Sub(maxWorkers int) *Pool {
 	}
 	p.core.e.Hold()
 	ec.Exited = p.core.e.Release
-	child.core.init(c, ec, nil)
+	child.core.init(c, ec, child.Stop)
 
 	p.mu.Lock()
 	if p.children == nil {
@@ -218,6 +220,7 @@ func (c *core[T]) submitContext(ctx context.Context, arg T) error {
 		panic("crew: SubmitContext: ctx must not be nil")
 	}
 	if ctx.Err() != nil {
+		c.e.CountCanceled()
 		return c.result(worker.Canceled, ctx)
 	}
 	return c.result(c.offer(arg, true, ctx.Done()), ctx)

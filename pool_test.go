@@ -198,7 +198,7 @@ func TestSubmitRunsAcceptedTaskExactlyOnce(t *testing.T) {
 			t.Fatalf("task %d ran %d times", i, got)
 		}
 	}
-	if s := p.Stats(); s.Submitted != n || s.Completed != n {
+	if s := p.Stats(); s.Accepted != n || s.Completed != n {
 		t.Fatalf("Stats = %+v, want %d submitted and completed", s, n)
 	}
 }
@@ -290,8 +290,8 @@ func TestNilTaskReturnsErrNilTask(t *testing.T) {
 	if p.TrySubmit(nil) {
 		t.Error("TrySubmit(nil) = true")
 	}
-	if s := p.Stats(); s.Submitted != 0 {
-		t.Errorf("Submitted = %d after nil tasks", s.Submitted)
+	if s := p.Stats(); s.Accepted != 0 {
+		t.Errorf("Accepted = %d after nil tasks", s.Accepted)
 	}
 }
 
@@ -449,9 +449,10 @@ func TestSubmitContextGivesUpWhenContextEnds(t *testing.T) {
 	})
 }
 
-// TestRejectedCountsBlockedSubmitsWhoseContextEnded: Stats.Rejected counts each SubmitContext
-// or InvokeContext that waited on the full queue until its context ended.
-func TestRejectedCountsBlockedSubmitsWhoseContextEnded(t *testing.T) {
+// TestCanceledCountsBlockedSubmitsWhoseContextEnded: Stats.Canceled, not Rejected, counts each
+// SubmitContext or InvokeContext that waited on the full queue until its context ended, and
+// each one made with a context that had already ended.
+func TestCanceledCountsBlockedSubmitsWhoseContextEnded(t *testing.T) {
 	t.Parallel()
 	forEachKind(t, 1, []crew.Option{crew.WithQueueSize(1)}, func(t *testing.T, p testPool) {
 		const n = 3
@@ -465,8 +466,16 @@ func TestRejectedCountsBlockedSubmitsWhoseContextEnded(t *testing.T) {
 				t.Fatalf("submitContext = %v, want context.DeadlineExceeded", err)
 			}
 		}
-		if s := p.Stats(); s.Rejected != n || s.Submitted != 2 {
-			t.Fatalf("Stats = %+v, want %d rejected, 2 submitted", s, n)
+		if s := p.Stats(); s.Canceled != n || s.Rejected != 0 || s.Accepted != 2 {
+			t.Fatalf("Stats = %+v, want %d canceled, none rejected, 2 accepted", s, n)
+		}
+		ended, cancel := context.WithCancel(context.Background())
+		cancel()
+		if err := p.submitContext(ended, func() { t.Error("task of an ended context ran") }); !errors.Is(err, context.Canceled) {
+			t.Fatalf("submitContext with an ended context = %v, want context.Canceled", err)
+		}
+		if s := p.Stats(); s.Canceled != n+1 || s.Rejected != 0 {
+			t.Fatalf("Stats = %+v, want %d canceled, none rejected", s, n+1)
 		}
 		release()
 		p.StopAndWait()
@@ -677,8 +686,9 @@ func TestResizeGrowingStartsQueuedTasks(t *testing.T) {
 	p.StopAndWait()
 }
 
-// TestResizeShrinkingHoldsNewLimit: a shrinking Resize of a Pool or a FuncPool waits for the
-// busy workers above the new limit, and from its return no more tasks than that run at once.
+// TestResizeShrinkingHoldsNewLimit: a shrinking Resize of a Pool or a FuncPool returns at once,
+// even with more tasks running than the new limit; from its return no task starts while that
+// many or more run, so the tasks started after it never run more than the limit at once.
 func TestResizeShrinkingHoldsNewLimit(t *testing.T) {
 	t.Parallel()
 	forEachKind(t, 4, nil, func(t *testing.T, p testPool) {
@@ -695,12 +705,11 @@ func TestResizeShrinkingHoldsNewLimit(t *testing.T) {
 			}
 		}
 		resized := goRun(func() { p.Resize(2) })
-		stillBlocked(t, "shrinking Resize with 4 tasks running", resized)
-		release()
-		awaitReturn(t, "Resize(2)", resized)
-		if s := p.Stats(); s.MaxWorkers != 2 || s.Running > 2 {
-			t.Fatalf("Stats after shrinking = %+v", s)
+		awaitReturn(t, "Resize(2) with 4 tasks running", resized)
+		if s := p.Stats(); s.MaxWorkers != 2 || s.Running != 4 {
+			t.Fatalf("Stats after shrinking with 4 tasks held = %+v, want MaxWorkers 2, Running 4", s)
 		}
+		release()
 		p.StopAndWait()
 		if m := h.high.Load(); m > 2 {
 			t.Fatalf("%d tasks started after Resize(2) ran at once", m)
@@ -708,10 +717,10 @@ func TestResizeShrinkingHoldsNewLimit(t *testing.T) {
 	})
 }
 
-// TestStatsMaxWorkersWhileShrinkingIsWorkersAlive: while a shrinking Resize waits for the busy
-// workers above the new limit, MaxWorkers is the number of workers still alive, so Running
-// never exceeds it; once Resize returns, it is the new limit.
-func TestStatsMaxWorkersWhileShrinkingIsWorkersAlive(t *testing.T) {
+// TestResizeReturnsAtOnceAndMaxWorkersIsTheNewLimit: a shrinking Resize called while more
+// tasks than the new limit run returns without waiting for them; from its return
+// Stats.MaxWorkers is the new limit and no task starts until fewer than that many run.
+func TestResizeReturnsAtOnceAndMaxWorkersIsTheNewLimit(t *testing.T) {
 	t.Parallel()
 	p := crew.New(4, crew.WithIdleTimeout(time.Hour))
 	t.Cleanup(p.StopAndWait) // cleanups run last first: after the gates' closing below
@@ -733,19 +742,31 @@ func TestStatsMaxWorkersWhileShrinkingIsWorkersAlive(t *testing.T) {
 	for range gates {
 		<-started
 	}
-	resized := goRun(func() { p.Resize(1) })
-	for i, alive := range []int{3, 2} {
-		close(gates[i])
-		waitFor(t, fmt.Sprintf("%d workers left", alive), func() bool {
-			s := p.Stats()
-			return s.MaxWorkers == alive && s.Running == alive && s.Idle == 0
-		})
-		stillBlocked(t, "shrinking Resize with tasks above the limit running", resized)
+	awaitReturn(t, "Resize(1) with 4 tasks running", goRun(func() { p.Resize(1) }))
+	if s := p.Stats(); s.MaxWorkers != 1 || s.Running != 4 {
+		t.Fatalf("Stats right after Resize(1) = %+v, want MaxWorkers 1 and the 4 tasks running", s)
 	}
-	close(gates[2])
-	awaitReturn(t, "Resize(1)", resized)
-	if s := p.Stats(); s.MaxWorkers != 1 || s.Running != 1 {
-		t.Fatalf("Stats after Resize(1) returned = %+v, want MaxWorkers 1 and the last task running", s)
+	var late atomic.Bool
+	if err := p.Submit(func() { late.Store(true) }); err != nil {
+		t.Fatal(err)
+	}
+	for i, running := range []int{3, 2, 1} {
+		close(gates[i])
+		waitFor(t, fmt.Sprintf("%d tasks left", running), func() bool {
+			s := p.Stats()
+			return s.Running == running && s.MaxWorkers == 1
+		})
+		if late.Load() {
+			t.Fatalf("a task started with %d tasks running and a limit of 1", running)
+		}
+	}
+	close(gates[3])
+	p.Wait()
+	if !late.Load() {
+		t.Fatal("the queued task did not run once the running ones finished")
+	}
+	if s := p.Stats(); s.Running != 0 || s.MaxWorkers != 1 {
+		t.Fatalf("Stats after Wait = %+v, want nothing running and MaxWorkers 1", s)
 	}
 }
 
@@ -782,7 +803,7 @@ func TestStatsAddUp(t *testing.T) {
 	}
 	p.StopAndWait()
 	s := p.Stats()
-	if s.Submitted != 100 || s.Completed != 90 || s.Panicked != 10 || s.Running != 0 || s.Idle != 0 || s.Waiting != 0 {
+	if s.Accepted != 100 || s.Completed != 90 || s.Panicked != 10 || s.Running != 0 || s.Idle != 0 || s.Waiting != 0 {
 		t.Fatalf("Stats = %+v", s)
 	}
 }
@@ -809,8 +830,8 @@ func TestStatsSnapshotIsConsistentUnderLoad(t *testing.T) {
 	var prev crew.Stats
 	for range 2000 {
 		s := p.Stats()
-		if s.Completed+s.Panicked > s.Submitted || s.Running > s.MaxWorkers ||
-			s.Submitted < prev.Submitted || s.Completed < prev.Completed {
+		if s.Completed+s.Panicked > s.Accepted || s.Running > s.MaxWorkers ||
+			s.Accepted < prev.Accepted || s.Completed < prev.Completed {
 			t.Fatalf("inconsistent snapshot %+v after %+v", s, prev)
 		}
 		prev = s
@@ -939,7 +960,7 @@ func TestStopAndWaitWaitsForSubPoolTasks(t *testing.T) {
 			t.Fatalf("round %d: %d sub-pool tasks had run when StopAndWait returned, %d accepted",
 				round, got, want)
 		}
-		if s.Running != 0 || s.Completed != s.Submitted {
+		if s.Running != 0 || s.Completed != s.Accepted {
 			t.Fatalf("round %d: stats after StopAndWait: %+v", round, s)
 		}
 	}
@@ -1415,8 +1436,8 @@ func TestBlockingSubmitFromTaskIntoItsOwnFullQueueWaitsForAWorker(t *testing.T) 
 				first, second)
 		}
 		p.StopAndWait()
-		if s := p.Stats(); ran.Load() != 1 || s.Rejected != 1 {
-			t.Fatalf("%d tasks ran, stats %+v; want the 1 accepted one, 1 rejected", ran.Load(), s)
+		if s := p.Stats(); ran.Load() != 1 || s.Canceled != 1 {
+			t.Fatalf("%d tasks ran, stats %+v; want the 1 accepted one, 1 canceled", ran.Load(), s)
 		}
 	})
 }

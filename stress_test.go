@@ -89,8 +89,10 @@ func (l *ledger) check(t *testing.T, what string) (accepted uint64) {
 }
 
 // limitGauge proves a limit that changes at run time was never exceeded. The resizer stores
-// the new limit before a growing Resize and after a shrinking one returns, so at every moment
-// the stored limit is at least the one the pool promises.
+// the new limit before a growing Resize, and after a shrinking one once no more tasks than the
+// new limit run: Resize returns at once, and the tasks already running may finish above it,
+// but no task starts while that many or more run. So at every moment the stored limit is at
+// least the one the pool promises.
 type limitGauge struct {
 	limit   atomic.Int64
 	running atomic.Int64
@@ -121,12 +123,17 @@ func (g *limitGauge) resize(p *crew.Pool, n int) {
 		return
 	}
 	p.Resize(n)
+	for p.Stats().Running > n {
+		runtime.Gosched()
+	}
 	g.limit.Store(int64(n))
 }
 
 // statsWatcher checks snapshots taken while a round runs: counters never go backwards,
-// Completed+Panicked never exceeds Submitted, Running never exceeds MaxWorkers.
-func watchStats(t *testing.T, what string, p *crew.Pool, done <-chan struct{}) <-chan error {
+// Completed+Panicked never exceeds Accepted, Running never exceeds the highest limit the
+// pool may have had, ceiling (it may exceed MaxWorkers after a shrinking Resize, while the
+// tasks started before it finish).
+func watchStats(t *testing.T, what string, p *crew.Pool, ceiling int, done <-chan struct{}) <-chan error {
 	errc := make(chan error, 1)
 	go func() {
 		var prev crew.Stats
@@ -134,12 +141,13 @@ func watchStats(t *testing.T, what string, p *crew.Pool, done <-chan struct{}) <
 			s := p.Stats()
 			var err error
 			switch {
-			case s.Completed+s.Panicked > s.Submitted:
-				err = errors.New("Completed+Panicked > Submitted")
-			case s.Running > s.MaxWorkers:
-				err = errors.New("Running > MaxWorkers")
-			case s.Submitted < prev.Submitted, s.Completed < prev.Completed,
-				s.Panicked < prev.Panicked, s.Rejected < prev.Rejected:
+			case s.Completed+s.Panicked > s.Accepted:
+				err = errors.New("Completed+Panicked > Accepted")
+			case s.Running > ceiling:
+				err = errors.New("Running above every limit the pool had")
+			case s.Accepted < prev.Accepted, s.Completed < prev.Completed,
+				s.Panicked < prev.Panicked, s.Rejected < prev.Rejected,
+				s.Canceled < prev.Canceled:
 				err = errors.New("a counter went backwards")
 			case s.Running < 0 || s.Idle < 0 || s.Waiting < 0:
 				err = errors.New("a negative gauge")
@@ -424,7 +432,7 @@ func runStressRound(t *testing.T, round int, seed uint64, cfg stressRound, submi
 	}()
 
 	watchDone := make(chan struct{})
-	errc := watchStats(t, what, p, watchDone)
+	errc := watchStats(t, what, p, max(cfg.workers, 16), watchDone)
 	close(start)
 	wg.Wait()
 	close(submitted)
@@ -459,15 +467,15 @@ func runStressRound(t *testing.T, round int, seed uint64, cfg stressRound, submi
 	if sub != nil {
 		ss := sub.Stats()
 		checkFinalStats(t, what+" sub-pool", ss)
-		if ss.Submitted != subAccepted.Load() {
-			t.Fatalf("%s: sub-pool Submitted %d, accepted %d", what, ss.Submitted, subAccepted.Load())
+		if ss.Accepted != subAccepted.Load() {
+			t.Fatalf("%s: sub-pool Accepted %d, accepted %d", what, ss.Accepted, subAccepted.Load())
 		}
-		if ps.Submitted < mainAccepted.Load() {
-			t.Fatalf("%s: pool Submitted %d < accepted %d", what, ps.Submitted, mainAccepted.Load())
+		if ps.Accepted < mainAccepted.Load() {
+			t.Fatalf("%s: pool Accepted %d < accepted %d", what, ps.Accepted, mainAccepted.Load())
 		}
 		gotPanics += ss.Panicked
-	} else if ps.Submitted != mainAccepted.Load() {
-		t.Fatalf("%s: Submitted %d, accepted %d", what, ps.Submitted, mainAccepted.Load())
+	} else if ps.Accepted != mainAccepted.Load() {
+		t.Fatalf("%s: Accepted %d, accepted %d", what, ps.Accepted, mainAccepted.Load())
 	}
 	if gotPanics != panics.Load() {
 		t.Fatalf("%s: Stats count %d panics, the handler saw %d", what, gotPanics, panics.Load())
@@ -478,7 +486,7 @@ func runStressRound(t *testing.T, round int, seed uint64, cfg stressRound, submi
 // checkFinalStats checks a stopped, drained pool's snapshot.
 func checkFinalStats(t *testing.T, what string, s crew.Stats) {
 	t.Helper()
-	if s.Completed+s.Panicked != s.Submitted || s.Running != 0 || s.Idle != 0 || s.Waiting != 0 {
+	if s.Completed+s.Panicked != s.Accepted || s.Running != 0 || s.Idle != 0 || s.Waiting != 0 {
 		t.Fatalf("%s: stats after StopAndWait do not add up: %+v", what, s)
 	}
 }
@@ -558,8 +566,8 @@ func TestStressInvokeRunsEachArgumentExactlyOnce(t *testing.T) {
 		p.StopAndWait()
 		accepted := l.check(t, what)
 		s := p.Stats()
-		if s.Submitted != accepted || s.Completed != accepted || s.Running != 0 || s.Waiting != 0 {
-			t.Fatalf("%s: stats %+v, want Submitted = Completed = %d accepted", what, s, accepted)
+		if s.Accepted != accepted || s.Completed != accepted || s.Running != 0 || s.Waiting != 0 {
+			t.Fatalf("%s: stats %+v, want Accepted = Completed = %d accepted", what, s, accepted)
 		}
 		if h := gauge.high.Load(); h > 0 {
 			t.Fatalf("%s: %d calls above the limit ran at once", what, h)

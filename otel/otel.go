@@ -134,10 +134,10 @@ func Observe(meter metric.Meter, name string, src StatsSource, opts ...Option) (
 		o.ObserveInt64(workersRunning, int64(s.Running), set)
 		o.ObserveInt64(workersIdle, int64(s.Idle), set)
 		o.ObserveInt64(tasksWaiting, int64(s.Waiting), set)
-		o.ObserveInt64(tasksSubmitted, counterValue(s.Submitted), set)
+		o.ObserveInt64(tasksSubmitted, counterValue(s.Accepted), set)
 		o.ObserveInt64(tasksCompleted, counterValue(s.Completed), set)
 		o.ObserveInt64(tasksPanicked, counterValue(s.Panicked), set)
-		o.ObserveInt64(tasksRejected, counterValue(s.Rejected), set)
+		o.ObserveInt64(tasksRejected, counterValue(s.Rejected+s.Canceled), set)
 		return nil
 	}
 	reg, err := meter.RegisterCallback(callback,

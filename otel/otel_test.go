@@ -43,7 +43,7 @@ func (c *countingSource) Stats() crew.Stats {
 	n := c.calls.Add(1)
 	return crew.Stats{
 		MaxWorkers: int(n), Running: int(n), Idle: int(n), Waiting: int(n),
-		Submitted: uint64(n), Completed: uint64(n), Panicked: uint64(n), Rejected: uint64(n),
+		Accepted: uint64(n), Completed: uint64(n), Panicked: uint64(n), Rejected: uint64(n),
 	}
 }
 
@@ -152,7 +152,7 @@ func points(attrs string, s crew.Stats) map[point]int64 {
 		{"crew.workers.running", attrs}: int64(s.Running),
 		{"crew.workers.idle", attrs}:    int64(s.Idle),
 		{"crew.tasks.waiting", attrs}:   int64(s.Waiting),
-		{"crew.tasks.submitted", attrs}: int64(s.Submitted),
+		{"crew.tasks.submitted", attrs}: int64(s.Accepted),
 		{"crew.tasks.completed", attrs}: int64(s.Completed),
 		{"crew.tasks.panicked", attrs}:  int64(s.Panicked),
 		{"crew.tasks.rejected", attrs}:  int64(s.Rejected),
@@ -163,7 +163,7 @@ func TestObserveReportsEveryStatsField(t *testing.T) {
 	meter, r := newMeter(t)
 	s := crew.Stats{
 		MaxWorkers: 8, Running: 5, Idle: 2, Waiting: 13,
-		Submitted: 1001, Completed: 950, Panicked: 3, Rejected: 17,
+		Accepted: 1001, Completed: 950, Panicked: 3, Rejected: 17,
 	}
 	reg, err := crewotel.Observe(meter, "fixed", fixedSource{s})
 	if err != nil {
@@ -190,7 +190,7 @@ func TestCallbackReadsOneSnapshotPerCollection(t *testing.T) {
 		}
 		want := points("pool=counting", crew.Stats{
 			MaxWorkers: n, Running: n, Idle: n, Waiting: n,
-			Submitted: uint64(n), Completed: uint64(n), Panicked: uint64(n), Rejected: uint64(n),
+			Accepted: uint64(n), Completed: uint64(n), Panicked: uint64(n), Rejected: uint64(n),
 		})
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("collection %d: got %v\nwant %v", n, got, want)
@@ -240,7 +240,7 @@ func TestObserveReportsPoolAfterKnownWorkload(t *testing.T) {
 	if err := p.Submit(func() {}); err != crew.ErrQueueFull {
 		t.Fatalf("Submit on a full queue = %v, want ErrQueueFull", err)
 	}
-	busy := crew.Stats{MaxWorkers: 2, Running: 2, Idle: 0, Waiting: 1, Submitted: 3, Rejected: 1}
+	busy := crew.Stats{MaxWorkers: 2, Running: 2, Idle: 0, Waiting: 1, Accepted: 3, Rejected: 1}
 	if got, want := collect(t, r), points("pool=work", busy); !reflect.DeepEqual(got, want) {
 		t.Fatalf("while busy: got %v\nwant %v", got, want)
 	}
@@ -253,7 +253,7 @@ func TestObserveReportsPoolAfterKnownWorkload(t *testing.T) {
 	got := collect(t, r)
 	// Running and Idle are left out: how soon a worker that finished counts as idle is not
 	// part of Wait's contract.
-	want := points("pool=work", crew.Stats{MaxWorkers: 2, Submitted: 3, Completed: 2, Panicked: 1, Rejected: 1})
+	want := points("pool=work", crew.Stats{MaxWorkers: 2, Accepted: 3, Completed: 2, Panicked: 1, Rejected: 1})
 	for _, n := range []string{"crew.workers.running", "crew.workers.idle"} {
 		delete(got, point{n, "pool=work"})
 		delete(want, point{n, "pool=work"})
@@ -321,7 +321,7 @@ func TestUnregisterStopsObservingOnlyThatPool(t *testing.T) {
 	}
 	want := points("pool=b", crew.Stats{
 		MaxWorkers: 2, Running: 2, Idle: 2, Waiting: 2,
-		Submitted: 2, Completed: 2, Panicked: 2, Rejected: 2,
+		Accepted: 2, Completed: 2, Panicked: 2, Rejected: 2,
 	})
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("after unregistering a: got %v\nwant %v", got, want)
@@ -434,7 +434,7 @@ func TestSecondUnregisterDoesNothingAndReturnsFirstError(t *testing.T) {
 func TestCounterPastInt64StaysAtMaxInt64(t *testing.T) {
 	meter, r := newMeter(t)
 	s := crew.Stats{
-		Submitted: math.MaxInt64, Completed: math.MaxInt64 + 1,
+		Accepted: math.MaxInt64, Completed: math.MaxInt64 + 1,
 		Panicked: math.MaxUint64, Rejected: math.MaxInt64 + 12345,
 	}
 	reg, err := crewotel.Observe(meter, "huge", fixedSource{s})

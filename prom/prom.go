@@ -140,8 +140,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.workersRunning, s.Running)
 	gauge(c.workersIdle, s.Idle)
 	gauge(c.tasksWaiting, s.Waiting)
-	counter(c.tasksSubmitted, s.Submitted)
+	counter(c.tasksSubmitted, s.Accepted)
 	counter(c.tasksCompleted, s.Completed)
 	counter(c.tasksPanicked, s.Panicked)
-	counter(c.tasksRejected, s.Rejected)
+	counter(c.tasksRejected, s.Rejected+s.Canceled)
 }

@@ -35,7 +35,7 @@ func (c *countingSource) Stats() crew.Stats {
 	n := c.calls.Add(1)
 	return crew.Stats{
 		MaxWorkers: int(n), Running: int(n), Idle: int(n), Waiting: int(n),
-		Submitted: uint64(n), Completed: uint64(n), Panicked: uint64(n), Rejected: uint64(n),
+		Accepted: uint64(n), Completed: uint64(n), Panicked: uint64(n), Rejected: uint64(n),
 	}
 }
 
@@ -69,13 +69,13 @@ crew_workers_running{pool="%[1]s"} %[9]d
 // expected renders allMetrics for one pool name and snapshot.
 func expected(pool string, s crew.Stats) *strings.Reader {
 	return strings.NewReader(fmt.Sprintf(allMetrics, pool, s.MaxWorkers, s.Idle, s.Waiting,
-		s.Submitted, s.Completed, s.Panicked, s.Rejected, s.Running))
+		s.Accepted, s.Completed, s.Panicked, s.Rejected, s.Running))
 }
 
 func TestCollectorExportsEveryStatsField(t *testing.T) {
 	s := crew.Stats{
 		MaxWorkers: 8, Running: 5, Idle: 2, Waiting: 13,
-		Submitted: 1001, Completed: 950, Panicked: 3, Rejected: 17,
+		Accepted: 1001, Completed: 950, Panicked: 3, Rejected: 17,
 	}
 	c := prom.NewCollector("fixed", fixedSource{s})
 	if err := testutil.CollectAndCompare(c, expected("fixed", s)); err != nil {
@@ -168,7 +168,7 @@ func TestCollectorReportsPoolAfterKnownWorkload(t *testing.T) {
 	if err := p.Submit(func() {}); err != crew.ErrQueueFull {
 		t.Fatalf("Submit on a full queue = %v, want ErrQueueFull", err)
 	}
-	busy := crew.Stats{MaxWorkers: 2, Running: 2, Idle: 0, Waiting: 1, Submitted: 3, Rejected: 1}
+	busy := crew.Stats{MaxWorkers: 2, Running: 2, Idle: 0, Waiting: 1, Accepted: 3, Rejected: 1}
 	if err := testutil.CollectAndCompare(c, expected("work", busy)); err != nil {
 		t.Fatal(err)
 	}
@@ -256,8 +256,8 @@ crew_workers_max{pool="labelled",shard="7"} 4
 
 func TestPoolsWithDifferentNamesShareARegistry(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(prom.NewCollector("a", fixedSource{crew.Stats{Submitted: 1}}))
-	reg.MustRegister(prom.NewCollector("b", fixedSource{crew.Stats{Submitted: 2}}))
+	reg.MustRegister(prom.NewCollector("a", fixedSource{crew.Stats{Accepted: 1}}))
+	reg.MustRegister(prom.NewCollector("b", fixedSource{crew.Stats{Accepted: 2}}))
 	if err := reg.Register(prom.NewCollector("a", fixedSource{})); err == nil {
 		t.Fatal("registering a second collector named a succeeded, want an error")
 	}

@@ -180,10 +180,10 @@ func TestForwardRunsAfterStop(t *testing.T) {
 	}
 }
 
-// TestBlockedSubmitThatGivesUpIsRejected: a submitter blocked on a full queue whose done
-// channel closes returns Canceled, is counted in Rejected, and its task never runs; one that
+// TestBlockedSubmitThatGivesUpIsCanceled: a submitter blocked on a full queue whose done
+// channel closes returns Canceled, is counted in Canceled, and its task never runs; one that
 // gets room first is Accepted, and its task runs.
-func TestBlockedSubmitThatGivesUpIsRejected(t *testing.T) {
+func TestBlockedSubmitThatGivesUpIsCanceled(t *testing.T) {
 	hold := make(chan struct{})
 	var ran sync.Map
 	e := New(Config[int]{
@@ -206,8 +206,8 @@ func TestBlockedSubmitThatGivesUpIsRejected(t *testing.T) {
 	if r := <-res; r != Canceled {
 		t.Fatalf("blocked Submit whose done closed = %v, want Canceled", r)
 	}
-	if c := e.Counters(); c.Rejected != 1 || c.Submitted != 2 {
-		t.Fatalf("counters %+v, want 1 rejected and 2 submitted", c)
+	if c := e.Counters(); c.Canceled != 1 || c.Rejected != 0 || c.Accepted != 2 {
+		t.Fatalf("counters %+v, want 1 canceled, none rejected and 2 accepted", c)
 	}
 
 	done = make(chan struct{})
@@ -225,8 +225,8 @@ func TestBlockedSubmitThatGivesUpIsRejected(t *testing.T) {
 	if _, ok := ran.Load(3); !ok {
 		t.Fatal("the task of a submitter that got room did not run")
 	}
-	if c := e.Counters(); c.Rejected != 1 || c.Submitted != 3 || c.Completed != 3 {
-		t.Fatalf("counters %+v, want 1 rejected and 3 submitted and completed", c)
+	if c := e.Counters(); c.Canceled != 1 || c.Accepted != 3 || c.Completed != 3 {
+		t.Fatalf("counters %+v, want 1 canceled and 3 accepted and completed", c)
 	}
 }
 
@@ -366,7 +366,7 @@ func TestExitedWaitsForHeldSubPoolsForward(t *testing.T) {
 	})
 	submitted := make(chan Result)
 	go func() { submitted <- child.Submit(1, true, nil) }()
-	waitUntil(t, "the sub-pool's task accepted", func() bool { return child.Counters().Submitted == 1 })
+	waitUntil(t, "the sub-pool's task accepted", func() bool { return child.Counters().Accepted == 1 })
 	parent.Stop()
 	child.Stop()
 	select {
@@ -383,7 +383,7 @@ func TestExitedWaitsForHeldSubPoolsForward(t *testing.T) {
 	if n := ran.Load(); n != 1 {
 		t.Fatalf("the sub-pool's task ran %d times, want 1", n)
 	}
-	if c := parent.Counters(); c.Workers != 0 || c.Completed != c.Submitted || c.Submitted != 1 {
+	if c := parent.Counters(); c.Workers != 0 || c.Completed != c.Accepted || c.Accepted != 1 {
 		t.Fatalf("parent counters after Exited: %+v, want 1 task submitted and completed, no worker", c)
 	}
 }

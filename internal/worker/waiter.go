@@ -69,11 +69,37 @@ func (e *Engine[T]) BlockedSubmitters() int {
 // does not allocate in steady state (TestBlockedSubmitterDoesNotAllocate).
 var waiters sync.Pool
 
+// getWaiter takes a recycled waiter, or makes one. Inside a testing/synctest bubble it always
+// makes one, and putWaiter drops it: its channel must not leave the bubble (see inBubble).
 func getWaiter[T any]() *waiter[T] {
-	if w, ok := waiters.Get().(*waiter[T]); ok {
-		return w
+	if !inBubble() {
+		if w, ok := waiters.Get().(*waiter[T]); ok {
+			return w
+		}
 	}
 	return &waiter[T]{result: make(chan Result, 1)}
+}
+
+func putWaiter[T any](w *waiter[T]) {
+	var zero T
+	w.arg = zero
+	if !inBubble() {
+		waiters.Put(w)
+	}
+}
+
+// dequeue pops the next task and, if a submitter is blocked on the full queue, moves its task
+// into the room just made. Callers hold e.mu.
+func (e *Engine[T]) dequeue() (T, bool) {
+	arg, ok := e.queue.Pop()
+	if ok {
+		if b := e.blocked.pop(); b != nil {
+			e.queue.Push(b.arg)
+			e.accept()
+			b.decide(Accepted)
+		}
+	}
+	return arg, ok
 }
 
 // block parks the calling submitter until its task is accepted, the engine stops or done is
@@ -91,7 +117,7 @@ func (e *Engine[T]) block(arg T, done <-chan struct{}) Result {
 		e.mu.Lock()
 		if w.listed {
 			e.blocked.remove(w)
-			e.rejected++
+			e.canceled++
 			e.mu.Unlock()
 			r = Canceled
 		} else {
@@ -102,8 +128,6 @@ func (e *Engine[T]) block(arg T, done <-chan struct{}) Result {
 			r = <-w.result
 		}
 	}
-	var zero T
-	w.arg = zero
-	waiters.Put(w)
+	putWaiter(w)
 	return r
 }

@@ -130,12 +130,12 @@ func TestBlockedSubmitDecidedBeforeItGaveUpStands(t *testing.T) {
 		switch r {
 		case Accepted:
 			accepted++
-			if n != 1 || c.Rejected != 0 || c.Submitted != 3 {
+			if n != 1 || c.Canceled != 0 || c.Accepted != 3 {
 				t.Fatalf("round %d: Accepted, but task ran %d times; counters %+v", round, n, c)
 			}
 		case Canceled:
 			canceled++
-			if n != 0 || c.Rejected != 1 || c.Submitted != 2 {
+			if n != 0 || c.Canceled != 1 || c.Accepted != 2 {
 				t.Fatalf("round %d: Canceled, but task ran %d times; counters %+v", round, n, c)
 			}
 		default:

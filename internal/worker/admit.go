@@ -1,0 +1,98 @@
+package worker
+
+import "runtime"
+
+// Submit offers arg to the engine. With wait false it never blocks; with wait true it blocks
+// while a bounded queue is full (unless the engine is NonBlocking) until there is room, the
+// engine stops, or done (which may be nil) is closed.
+func (e *Engine[T]) Submit(arg T, wait bool, done <-chan struct{}) Result {
+	e.lock()
+	if e.stopped {
+		e.mu.Unlock()
+		return Stopped
+	}
+	s, ok := e.route(arg, true)
+	if !ok {
+		if !wait || e.cfg.NonBlocking {
+			e.rejected++
+			e.mu.Unlock()
+			return Full
+		}
+		return e.block(arg, done) // unlocks
+	}
+	crowded := !s.starts() && e.crowded()
+	if crowded {
+		e.yielding.Add(1)
+	}
+	e.mu.Unlock()
+	e.launch(s)
+	if crowded {
+		crowdedYield()
+		e.yielding.Add(-1)
+	}
+	return Accepted
+}
+
+// Forward accepts arg whatever the queue bound and even after Stop. Sub-pools use it to run
+// their accepted tasks on the parent's workers: refusing them would lose accepted work.
+func (e *Engine[T]) Forward(arg T) {
+	e.lock()
+	s, _ := e.route(arg, false)
+	e.mu.Unlock()
+	e.launch(s)
+}
+
+// accept counts one accepted task. Callers hold e.mu.
+func (e *Engine[T]) accept() {
+	e.accepted++
+	e.pending++
+}
+
+// Back-pressure on an unbounded queue. A submitter that runs far ahead of the workers gains
+// nothing: the tasks wait either way. But the backlog costs: every garbage collection scans
+// it, so a long queue slows down every task that allocates (TaskQ's JSON workload ran 30%
+// slower than with a 1024-slot channel). So while crowdedPerWorker or more tasks per live
+// worker, and at least crowdedFloor tasks, wait, every submit yields its processor with
+// runtime.Gosched. That is not blocking (Submit promises to block only on a full bounded
+// queue): the submitter goes on as soon as the scheduler gets back to it, which on a machine
+// whose cores all run workers takes about as long as the workers need to eat into the backlog,
+// and at once on a machine with an idle processor. Yielding on every submit rather than on
+// every 256th keeps the backlog near the threshold; with the sparser yield it still grew
+// between yields.
+//
+// The threshold counts the workers alive, not the limit. A pool of CPU-bound tasks keeps few
+// workers alive whatever its limit: the waking gate starts them one at a time, and each new
+// one waits for a processor behind the busy ones (ultrapool's AES-CBC workload ran on 100 to
+// 160 of its 10,000 allowed workers, behind a queue of up to 150,000 tasks). A pool whose
+// workers sleep has many alive, and its threshold rises with them: there the submitter's
+// speed is what keeps the workers busy, and a yielding submitter would wait behind every
+// worker its timer woke.
+//
+// A yield throttles only a submitter that comes back to submit more. Where the backlog is
+// built by many goroutines that submit once each (pond's 1Mu-1t: a million goroutines, one
+// task each), it throttles nobody and sends each of them through the scheduler a second time:
+// without a cap, that workload took 1.4 s instead of 0.8 s. So at most crowdedYielders
+// submitters yield at once, and the others go on without yielding. That many covers the
+// looping submitters of the workloads measured (ultrapool's 200) and spares the one-shot
+// ones. A cap of the live workers' number (at least 64) spared 1Mu-1t too, but left most of
+// ultrapool's 200 submitters unthrottled: AES-CBC on 1 kB with FuncPool went back to 56%
+// slower than with no cap.
+//
+// TestSubmitYieldsWhenFarAhead, TestCrowdedThreshold and TestCrowdedYieldersAreCapped guard
+// this; BenchmarkTaskQ's json task, BenchmarkUltrapool's AES-CBC tasks and BenchmarkPond's
+// 1Mu-1t workload measure it.
+const (
+	crowdedPerWorker = 64
+	crowdedFloor     = 4096
+	crowdedYielders  = 256
+)
+
+// crowdedYield is the yield of a crowded submit; tests replace it to hold submitters in it.
+var crowdedYield = runtime.Gosched
+
+// crowded reports whether the submit that just queued a task should yield. Callers hold e.mu.
+func (e *Engine[T]) crowded() bool {
+	n := e.queue.Len()
+	return n >= crowdedFloor && n/crowdedPerWorker >= e.workers &&
+		e.yielding.Load() < crowdedYielders
+}

@@ -1,0 +1,227 @@
+package worker
+
+import (
+	"runtime"
+	"runtime/debug"
+)
+
+// Serve runs first and then queued tasks on the calling goroutine until the queue is empty.
+// It is for Config.Start: the worker it stands for was counted when Start was called.
+func (e *Engine[T]) Serve(first T) {
+	e.serve(nil, first)
+}
+
+// parked is the body of a worker started idle.
+func (e *Engine[T]) parked(w *worker[T]) {
+	if arg, ok := e.wait(w); ok {
+		e.serveBegun(w, arg)
+	}
+	e.retire(w)
+}
+
+// serve runs tasks until the worker exits. w is nil for a worker that must not park.
+func (e *Engine[T]) serve(w *worker[T], arg T) {
+	e.begin()
+	e.serveBegun(w, arg)
+	e.retire(w)
+}
+
+// serveBegun is serve for a worker that has already called begin.
+func (e *Engine[T]) serveBegun(w *worker[T], arg T) {
+	for {
+		if !e.runUntilPanic(w, arg) {
+			return
+		}
+		var ok bool
+		if arg, ok = e.next(w, true); !ok {
+			return
+		}
+	}
+}
+
+// Where a worker's goroutine is when it ends by runtime.Goexit, which no recover stops.
+const (
+	inTask    = iota // in a task: it counts as completed
+	inHandler        // in the panic handler: the task counts as panicked
+	returned         // not ended by Goexit
+)
+
+// runUntilPanic runs arg and every task after it. It returns false when the worker is done,
+// and true after a task panicked and the panic was handed to the handler.
+//
+// Recovering once per run of tasks rather than with a defer around each task keeps the
+// per-task path free of defer bookkeeping; after a panic the caller re-enters with the next
+// task, so the same goroutine keeps serving.
+//
+// A task or the panic handler may call runtime.Goexit (t.FailNow does). recover returns nil
+// then, but it also returns nil for panic(nil) under GODEBUG=panicnil=1, so the two are told
+// apart by whether runTasks returned: it does after a recovered panic of any value, never
+// after a Goexit. The deferred goexit counts the task's end and hands the worker's place on,
+// or Wait and StopAndWait would wait for it forever. TestGoexitInTaskIsCountedAndReplaced,
+// TestGoexitInPanicHandlerIsCountedAndReplaced and TestPanicNilIsAPanic guard it.
+func (e *Engine[T]) runUntilPanic(w *worker[T], arg T) (panicked bool) {
+	where := inTask
+	defer func() {
+		if where != returned {
+			e.goexit(w, where == inHandler)
+		}
+	}()
+	v, stack, ok := e.runTasks(w, arg)
+	if ok {
+		where = returned
+		return false
+	}
+	where = inHandler
+	e.handlePanic(v, stack)
+	where = returned
+	return true
+}
+
+// runTasks runs arg and every task after it. ok is false when a task panicked: v is then what
+// recover returned and stack the panicking goroutine's stack.
+func (e *Engine[T]) runTasks(w *worker[T], arg T) (v any, stack []byte, ok bool) {
+	defer func() {
+		// Under NoRecover the panic goes on and ends the process with its own stack.
+		if !ok && !e.cfg.NoRecover {
+			v = recover()
+			stack = debug.Stack()
+		}
+	}()
+	for {
+		e.cfg.Run(arg)
+		var more bool
+		if arg, more = e.next(w, false); !more {
+			return nil, nil, true
+		}
+	}
+}
+
+// handlePanic gives v to the panic handler. A handler that panics in turn is reported
+// through the default one rather than taking the worker (and the process) down.
+func (e *Engine[T]) handlePanic(v any, stack []byte) {
+	defer func() {
+		if hv := recover(); hv != nil {
+			DefaultPanicHandler(hv, debug.Stack())
+		}
+	}()
+	e.cfg.PanicHandler(v, stack)
+}
+
+// next records the end of the task a worker ran and gives it the next one. It returns false
+// when the worker should exit. A worker (w non-nil) that finds nothing to do parks until a
+// submitter hands it a task or it is told to exit.
+//
+// Before it parks, a worker lingers once (see linger): it yields its processor with the gate
+// closed, and takes a task queued meanwhile instead of parking.
+func (e *Engine[T]) next(w *worker[T], panicked bool) (T, bool) {
+	e.lock()
+	e.finish(panicked)
+	if arg, ok := e.take(); ok {
+		e.mu.Unlock()
+		return arg, true
+	}
+	leave := e.leaving(w)
+	if !leave {
+		e.linger()
+		if arg, ok := e.take(); ok {
+			s := e.passOn()
+			e.mu.Unlock()
+			e.launch(s)
+			return arg, true
+		}
+		// linger released the lock: the engine may have stopped or shrunk meanwhile.
+		leave = e.leaving(w)
+	}
+	if leave {
+		starts := e.exit()
+		e.mu.Unlock()
+		e.launchAll(starts)
+		var zero T
+		return zero, false
+	}
+	e.park(w)
+	e.mu.Unlock()
+	return e.wait(w)
+}
+
+// take gives a worker that has finished a task the oldest queued one, if it may start,
+// unless more workers are alive than the limit allows. Callers hold e.mu.
+func (e *Engine[T]) take() (T, bool) {
+	var zero T
+	if e.workers > e.max {
+		return zero, false
+	}
+	arg, ok := e.queue.Peek()
+	if !ok || !e.mayStart(arg) {
+		return zero, false
+	}
+	e.dequeue()
+	e.running++
+	return arg, true
+}
+
+// leaving reports whether a worker that found no task to take should exit rather than park:
+// a sub-pool's worker (w nil), a stopped engine, a limit lowered below the workers alive, or
+// an idle timeout of 0. Callers hold e.mu.
+func (e *Engine[T]) leaving(w *worker[T]) bool {
+	return w == nil || e.stopped || e.workers > e.max ||
+		(e.cfg.IdleTimeout == 0 && e.workers > e.cfg.MinWorkers)
+}
+
+// lingerYield is linger's yield; tests replace it to act while a worker lingers.
+var lingerYield = runtime.Gosched
+
+// linger yields the processor once, counted in e.waking, so that a task submitted meanwhile is
+// queued for this worker instead of waking a parked one. Callers hold e.mu; linger releases it
+// while it yields and holds it again when it returns.
+//
+// A parked worker costs its submitter a wake-up and itself a park, and the worker that is
+// woken takes the lock once more in begin. Where tasks are tiny and arrive from many
+// goroutines at once (pond's 1Mu-1t: a million goroutines submitting one rand.Float64 each to
+// 200,000 workers), that is most of the work: 43% of the tasks went through a wake-up and a
+// park, and a goroutine per task was 15-24% faster. The yield lets the goroutines waiting for
+// this processor (the submitters, there) run first, and their tasks queue up for the worker,
+// which then runs them one after another. With nothing else to run, the yield returns at once
+// and the worker parks as before.
+//
+// The worker owes the tasks queued while it lingered the relay that begin does (passOn), or a
+// burst submitted then would wait for the one worker instead of spreading over the idle ones.
+// TestLingeringWorkerTakesTasksQueuedMeanwhile guards it; BenchmarkPond's 1Mu-1t workload
+// measures it.
+func (e *Engine[T]) linger() {
+	e.waking++
+	e.mu.Unlock()
+	lingerYield()
+	e.lock()
+	e.waking--
+}
+
+// finish counts the end of one task. Callers hold e.mu.
+func (e *Engine[T]) finish(panicked bool) {
+	if panicked {
+		e.panicked++
+	} else {
+		e.completed++
+	}
+	e.running--
+	e.pending--
+	if e.pending == 0 && e.drained != nil {
+		close(e.drained)
+		e.drained = nil
+	}
+}
+
+// goexit handles a worker whose task, or whose panic handler, called runtime.Goexit: the
+// goroutine is ending and nothing stops it. It counts the task, and the worker's place goes
+// to a new worker: one that takes the next queued task, or an idle one when the engine would
+// otherwise fall below MinWorkers.
+func (e *Engine[T]) goexit(w *worker[T], panicked bool) {
+	e.lock()
+	e.finish(panicked)
+	starts := e.exit()
+	if w != nil && !e.stopped && e.workers < e.cfg.MinWorkers {
+		e.startParked()
+	}
+	e.mu.Unlock()
+	e.launchAll(starts)
+}

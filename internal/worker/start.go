@@ -1,0 +1,158 @@
+package worker
+
+// launch is a start decided under the lock and carried out after it is released: wake the
+// parked worker w, which has been given its task, or start a new worker with arg. The zero
+// launch starts nothing.
+type launch[T any] struct {
+	w     *worker[T]
+	spawn bool
+	arg   T
+}
+
+func (s launch[T]) starts() bool { return s.w != nil || s.spawn }
+
+// mayStart reports whether the task arg may start now. It is the one place that says so:
+// every task start, from a submit, a worker that finished a task, a resize, a relay or the
+// end of a worker, passes through it. A new reason to hold tasks back is a condition here,
+// and the code that makes that reason go away calls dispatch. Callers hold e.mu.
+func (e *Engine[T]) mayStart(arg T) bool {
+	return e.running < e.max
+}
+
+// route accepts arg and decides where it runs: on a parked worker, on a new worker, or from
+// the queue. With bounded set, a full queue that no start can relieve makes it return ok
+// false without accepting. Callers hold e.mu and call launch after unlocking.
+//
+// The waking gate: while some worker has been handed a task or started but has not yet begun
+// running, or is lingering before it parks (e.waking > 0), route queues arg instead of waking
+// another goroutine, and that worker wakes the next one itself if tasks are still queued when
+// it begins or stops lingering (see passOn). The obvious "wake an idle worker per task" costs
+// a goroutine wake-up, about a microsecond, per task: for small tasks more than the task, and
+// it spreads a burst over many cold workers. With the gate, a burst is drained by a few
+// running workers while more join one by one, as the Go scheduler does with spinning threads.
+// The gate is lifted while the bounded queue is full: a submit must not block or be rejected
+// while an idle worker or room for a new one could take a task. It then starts the oldest
+// queued task and queues arg behind the others, so the queue stays first in, first out.
+//
+// Without the gate, TestSubmitQueuesBehindAWakingWorker and
+// TestLingeringWorkerTakesTasksQueuedMeanwhile fail; without the relay in begin,
+// TestSubmitQueuesBehindAWakingWorker, TestBurstBusiesEveryWorker and
+// TestIdleWorkersPickUpBursts; without the relay after lingering,
+// TestLingeringWorkerTakesTasksQueuedMeanwhile. TestGateLiftsWhenBoundedQueueIsFull guards
+// the lifting. BenchmarkSubmit/workers=1024 measures the gate.
+func (e *Engine[T]) route(arg T, bounded bool) (s launch[T], ok bool) {
+	full := bounded && e.cfg.QueueSize > 0 && e.queue.Len() >= e.cfg.QueueSize
+	if e.queue.Len() == 0 {
+		if e.waking == 0 && e.mayStart(arg) {
+			if s, ok = e.handOut(arg); ok {
+				e.accept()
+				return s, true
+			}
+		}
+	} else if full {
+		// Submitters already blocked on the full queue came first: a new one waits behind
+		// them. Without them, starting the oldest task makes room without moving anyone in.
+		if e.blocked.head != nil {
+			return s, false
+		}
+		if s = e.startNext(); !s.starts() {
+			return s, false
+		}
+	}
+	e.queue.Push(arg)
+	e.accept()
+	return s, true
+}
+
+// handOut gives arg, which may start, to the most recently parked worker or to a new one, and
+// counts it as running. It reports false, changing nothing, when every worker the limit
+// allows is alive and none is parked: one of them takes the task from the queue once it is
+// done with its own. Callers hold e.mu.
+func (e *Engine[T]) handOut(arg T) (launch[T], bool) {
+	if w := e.popIdle(); w != nil {
+		w.arg = arg
+		e.waking++
+		e.running++
+		return launch[T]{w: w}, true
+	}
+	if e.workers < e.max {
+		e.workers++
+		e.alive++
+		e.waking++
+		e.running++
+		return launch[T]{spawn: true, arg: arg}, true
+	}
+	return launch[T]{}, false
+}
+
+// startNext starts the oldest queued task, if it may start and a worker can take it, and
+// returns the launch to carry out after unlocking. Callers hold e.mu.
+func (e *Engine[T]) startNext() launch[T] {
+	arg, ok := e.queue.Peek()
+	if !ok || !e.mayStart(arg) {
+		return launch[T]{}
+	}
+	s, ok := e.handOut(arg)
+	if ok {
+		e.dequeue()
+	}
+	return s
+}
+
+// dispatch starts every queued task that may start and that a worker can take, in queue
+// order. Code that lifts a reason for holding tasks back (a larger limit, the end of a
+// worker) calls it; the launches are carried out with launchAll after unlocking. Callers
+// hold e.mu.
+func (e *Engine[T]) dispatch() []launch[T] {
+	var starts []launch[T]
+	for {
+		s := e.startNext()
+		if !s.starts() {
+			return starts
+		}
+		starts = append(starts, s)
+	}
+}
+
+// passOn is the gate's relay: if tasks are queued and no worker is waking, it starts the
+// oldest on an idle worker or a new one, to be launched after unlocking. A worker calls it
+// when it stops being counted in e.waking (begin, and next after lingering), since the tasks
+// queued while it was counted were queued because of it. Callers hold e.mu.
+func (e *Engine[T]) passOn() launch[T] {
+	if e.waking > 0 {
+		return launch[T]{}
+	}
+	return e.startNext()
+}
+
+// begin is called by a worker that was handed a task or started, before it runs the task.
+// If tasks are still queued and no other worker is waking, it wakes (or starts) one more
+// with the oldest queued task: the other half of the waking gate in route.
+func (e *Engine[T]) begin() {
+	e.lock()
+	e.waking--
+	s := e.passOn()
+	e.mu.Unlock()
+	e.launch(s)
+}
+
+// launch carries out a start decided under the lock, once the lock is released.
+func (e *Engine[T]) launch(s launch[T]) {
+	switch {
+	case s.w != nil:
+		s.w.wake <- struct{}{} // buffered, never blocks: a parked worker's wake is empty
+	case s.spawn:
+		if e.cfg.Start != nil {
+			e.cfg.Start(s.arg)
+			return
+		}
+		go e.serve(e.newWorker(), s.arg)
+	}
+}
+
+// launchAll carries out the starts dispatch decided.
+func (e *Engine[T]) launchAll(starts []launch[T]) {
+	for _, s := range starts {
+		e.launch(s)
+	}
+}

@@ -1,0 +1,136 @@
+package worker
+
+// Stop stops accepting tasks. Queued tasks still run; submitters blocked on a full queue
+// return Stopped. It does not wait. A second Stop does nothing.
+func (e *Engine[T]) Stop() {
+	e.mu.Lock()
+	if e.stopped {
+		e.mu.Unlock()
+		return
+	}
+	e.stopped = true
+	close(e.done)
+	idle := e.idle
+	e.idle = nil
+	e.dismiss(idle)
+	var refused []*waiter[T]
+	for b := e.blocked.pop(); b != nil; b = e.blocked.pop() {
+		refused = append(refused, b)
+	}
+	e.checkExited()
+	e.mu.Unlock()
+	wakeAll(idle)
+	for _, b := range refused {
+		b.decide(Stopped)
+	}
+}
+
+// Stopped reports whether Stop was called.
+func (e *Engine[T]) Stopped() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.stopped
+}
+
+// Remove takes every queued task out of the queue, oldest first, and returns them: they end
+// without running. Each counts as removed instead of completed, so Wait does not wait for
+// them. Submitters blocked on a full queue move into the room made, and are removed with the
+// rest.
+func (e *Engine[T]) Remove() []T {
+	e.mu.Lock()
+	var out []T
+	for {
+		arg, ok := e.dequeue()
+		if !ok {
+			break
+		}
+		out = append(out, arg)
+	}
+	n := len(out)
+	e.removed += uint64(n)
+	e.pending -= n
+	if n > 0 && e.pending == 0 && e.drained != nil {
+		close(e.drained)
+		e.drained = nil
+	}
+	e.checkExited()
+	e.mu.Unlock()
+	return out
+}
+
+// Drained returns a channel closed when no accepted task is waiting or running, or nil if
+// that is already so.
+func (e *Engine[T]) Drained() <-chan struct{} {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.pending == 0 {
+		return nil
+	}
+	if e.drained == nil {
+		e.drained = make(chan struct{})
+	}
+	return e.drained
+}
+
+// Exited returns a channel closed once the engine is stopped, every accepted task has ended
+// and all its goroutines (workers and reaper) are gone.
+func (e *Engine[T]) Exited() <-chan struct{} { return e.exited }
+
+// exit removes the calling worker, which is about to return, from the count, and starts what
+// its leaving lets start: it may have left because more workers were alive than a lowered
+// limit allowed while queued tasks still wait. Callers hold e.mu and launch the starts after
+// unlocking.
+func (e *Engine[T]) exit() []launch[T] {
+	e.workers--
+	e.alive--
+	starts := e.dispatch()
+	e.checkExited()
+	return starts
+}
+
+// gone is called by a dismissed worker as it leaves.
+func (e *Engine[T]) gone() {
+	e.mu.Lock()
+	e.alive--
+	e.checkExited()
+	e.mu.Unlock()
+}
+
+// checkExited closes exited once the engine is stopped and has no task, no goroutine left and
+// no sub-pool holding it, after giving the queue's last segment to the next queue of T.
+// Callers hold e.mu.
+func (e *Engine[T]) checkExited() {
+	if e.stopped && e.alive == 0 && e.pending == 0 && !e.reaping && e.holds == 0 {
+		select {
+		case <-e.exited:
+		default:
+			e.queue.Free()
+			close(e.exited)
+			if e.cfg.Exited != nil {
+				e.cfg.Exited()
+			}
+		}
+	}
+}
+
+// Hold keeps the engine from counting as exited until a matching Release. A sub-pool holds
+// its parent from its creation until it has exited itself: until then it may Forward tasks to
+// the parent, also after the parent stopped and its last worker exited, and the parent's
+// Exited must wait for those.
+//
+// Lock order: Release is called with the sub-pool's lock held (Config.Exited) and takes the
+// parent's, and no code takes a sub-pool's lock while it holds its parent's. Tested by
+// TestExitedWaitsForHeldSubPoolsForward.
+func (e *Engine[T]) Hold() {
+	e.mu.Lock()
+	e.holds++
+	e.mu.Unlock()
+}
+
+// Release ends a Hold.
+func (e *Engine[T]) Release() {
+	e.mu.Lock()
+	e.holds--
+	e.checkExited()
+	e.mu.Unlock()
+}
