@@ -1,0 +1,147 @@
+package crew_test
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/crewgo/crew"
+)
+
+// TestGoexitInPanicHandlerIsCountedAndReplaced proves the package doc's Panics section: a
+// panic handler that calls runtime.Goexit (as t.FailNow does) ends its worker's goroutine, the
+// task counts as panicked, and a new worker takes the place, so Wait and StopAndWait return,
+// also through a sub-pool whose parent is stopped.
+func TestGoexitInPanicHandlerIsCountedAndReplaced(t *testing.T) {
+	t.Parallel()
+	for _, viaSub := range []bool{false, true} {
+		t.Run(fmt.Sprint("sub-pool ", viaSub), func(t *testing.T) {
+			var handled atomic.Int32
+			parent := crew.New(1, crew.WithPanicHandler(func(any, []byte) {
+				handled.Add(1)
+				runtime.Goexit()
+			}))
+			p := parent
+			if viaSub {
+				p = parent.Sub(1)
+			}
+			const tasks = 6
+			for range tasks {
+				if err := p.Submit(func() { panic("boom") }); err != nil {
+					t.Fatal(err)
+				}
+			}
+			awaitReturn(t, "Wait after handlers that call Goexit", goRun(p.Wait))
+			if s := p.Stats(); s.Panicked != tasks || s.Running != 0 || s.Waiting != 0 || handled.Load() != tasks {
+				t.Fatalf("Stats %+v, %d handled; want %d panicked, nothing running or waiting", s, handled.Load(), tasks)
+			}
+			if err := p.Submit(func() {}); err != nil {
+				t.Fatalf("Submit after the handlers' Goexit: %v", err)
+			}
+			awaitReturn(t, "StopAndWait after handlers that call Goexit", goRun(parent.StopAndWait))
+		})
+	}
+}
+
+// TestGoexitInTaskKeepsMinWorkers proves WithMinWorkers' promise across runtime.Goexit: a
+// task that calls it ends its worker, and a new worker takes the place even with nothing
+// queued, so the pool keeps its minimum.
+func TestGoexitInTaskKeepsMinWorkers(t *testing.T) {
+	t.Parallel()
+	p := crew.New(4, crew.WithMinWorkers(2))
+	defer p.StopAndWait()
+	for range 3 {
+		if err := p.Submit(runtime.Goexit); err != nil {
+			t.Fatal(err)
+		}
+		p.Wait()
+	}
+	awaitStats(t, p, "2 idle workers", func(s crew.Stats) bool { return s.Idle == 2 && s.Completed == 3 })
+}
+
+// TestPanicNilIsAPanic proves the package doc's Panics section: panic(nil) is a panic, also
+// under GODEBUG=panicnil=1, where recover returns nil as it does for runtime.Goexit. The check
+// runs in a child process with that setting.
+func TestPanicNilIsAPanic(t *testing.T) {
+	if os.Getenv("CREW_TEST_PANICNIL_CHILD") == "" {
+		t.Parallel()
+		cmd := exec.Command(os.Args[0], "-test.run=^TestPanicNilIsAPanic$", "-test.count=1")
+		cmd.Env = append(os.Environ(), "CREW_TEST_PANICNIL_CHILD=1", "GODEBUG=panicnil=1")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("child with GODEBUG=panicnil=1: %v\n%s", err, out)
+		}
+		if !strings.Contains(string(out), "PASS") {
+			t.Fatalf("child with GODEBUG=panicnil=1 did not pass:\n%s", out)
+		}
+	}
+	var handled, running, high atomic.Int32
+	p := crew.New(1, crew.WithPanicHandler(func(any, []byte) { handled.Add(1) }))
+	const tasks = 200
+	for range tasks {
+		if err := p.Submit(func() {
+			if n := running.Add(1); n > high.Load() {
+				high.Store(n)
+			}
+			defer running.Add(-1)
+			panic(nil)
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.Wait()
+	s := p.Stats()
+	p.StopAndWait()
+	if s.Panicked != tasks || s.Completed != 0 || s.Running != 0 || handled.Load() != tasks || high.Load() != 1 {
+		t.Fatalf("Stats %+v, %d handled, %d at once; want %d panicked, one at a time", s, handled.Load(), high.Load(), tasks)
+	}
+}
+
+// TestStopAndWaitLeavesNoParkedWorker proves Pool.StopAndWait's promise that every worker
+// goroutine has exited: when it returns, no goroutine of the pool is still parked, waiting to
+// be told to exit, even when a concurrent Stop is the one that dismissed the idle workers.
+func TestStopAndWaitLeavesNoParkedWorker(t *testing.T) {
+	for try := range 100 {
+		p := crew.New(64, crew.WithIdleTimeout(time.Hour))
+		release := make(chan struct{})
+		for range 64 {
+			if err := p.Submit(func() { <-release }); err != nil {
+				t.Fatal(err)
+			}
+		}
+		close(release)
+		p.Wait()
+		stopping := make(chan struct{})
+		go func() { close(stopping); p.Stop() }() // another goroutine's Stop may dismiss the idle workers
+		<-stopping
+		p.StopAndWait()
+		if parked := parkedWorkers(); parked > 0 {
+			t.Fatalf("try %d: %d workers still parked after StopAndWait returned", try, parked)
+		}
+	}
+}
+
+// parkedWorkers counts the goroutines blocked in a worker's wait for a task.
+func parkedWorkers() int {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	parked := 0
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "[chan receive") && strings.Contains(g, "internal/worker.(*Engine[...]).wait") {
+			parked++
+		}
+	}
+	return parked
+}
