@@ -337,3 +337,16 @@ func ExampleErrStopped() {
 	}
 	// Output: the task was not accepted
 }
+
+func ExampleWithoutPanicRecovery() {
+	// A panic in any of these tasks would end the program with its stack instead of going
+	// to a panic handler.
+	pool := crew.New(2, crew.WithoutPanicRecovery())
+	var sum atomic.Int64
+	for i := range 10 {
+		_ = pool.Submit(func() { sum.Add(int64(i)) })
+	}
+	pool.StopAndWait()
+	fmt.Println(sum.Load())
+	// Output: 45
+}

@@ -145,3 +145,34 @@ func parkedWorkers() int {
 	}
 	return parked
 }
+
+// TestWithoutPanicRecoveryCrashesTheProgram proves WithoutPanicRecovery's promise: a plain
+// task's panic ends the program with the panic value and the panicking frame on its stack,
+// and the panic handler is not called. It runs in a child process.
+func TestWithoutPanicRecoveryCrashesTheProgram(t *testing.T) {
+	if os.Getenv("CREW_TEST_NORECOVER_CHILD") != "" {
+		p := crew.New(2, crew.WithoutPanicRecovery(), crew.WithPanicHandler(func(any, []byte) {
+			fmt.Println("handler called")
+		}))
+		_ = p.Submit(panicsWithoutRecovery)
+		p.Wait() // never returns: the panic ends the process
+		return
+	}
+	t.Parallel()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestWithoutPanicRecoveryCrashesTheProgram$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "CREW_TEST_NORECOVER_CHILD=1")
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("child exited cleanly, want a crash:\n%s", out)
+	}
+	for _, want := range []string{"panic: no recovery", "panicsWithoutRecovery"} {
+		if !strings.Contains(string(out), want) {
+			t.Fatalf("child output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(string(out), "handler called") {
+		t.Fatalf("the panic handler ran:\n%s", out)
+	}
+}
+
+func panicsWithoutRecovery() { panic("no recovery") }

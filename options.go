@@ -21,6 +21,7 @@ type config struct {
 	minWorkers   int
 	idleTimeout  time.Duration
 	panicHandler func(v any, stack []byte)
+	noRecover    bool
 	ctx          context.Context
 	now          func() time.Time // clock hook for tests
 }
@@ -55,6 +56,7 @@ func engineConfig[T any](c config, maxWorkers int, run func(T)) worker.Config[T]
 		NonBlocking:  c.nonBlocking,
 		IdleTimeout:  c.idleTimeout,
 		PanicHandler: c.panicHandler,
+		NoRecover:    c.noRecover,
 		Now:          c.now,
 	}
 }
@@ -117,4 +119,13 @@ func WithContext(ctx context.Context) Option {
 		panic("crew: WithContext: ctx must not be nil")
 	}
 	return func(c *config) { c.ctx = ctx }
+}
+
+// WithoutPanicRecovery lets a plain task's panic crash the program, as a panic in a goroutine
+// of its own would, with the panicking goroutine's stack, instead of going to the panic
+// handler. Use it where a panic must never be absorbed (a test run, a fail-fast service).
+// Functions run by [Go], a [Group], [Results], [Map] or [ForEach] still report their panics
+// to Wait as a [*PanicError].
+func WithoutPanicRecovery() Option {
+	return func(c *config) { c.noRecover = true }
 }
