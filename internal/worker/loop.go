@@ -57,7 +57,7 @@ const (
 // then, but it also returns nil for panic(nil) under GODEBUG=panicnil=1, so the two are told
 // apart by whether runTasks returned: it does after a recovered panic of any value, never
 // after a Goexit. The deferred goexit counts the task's end and hands the worker's place on,
-// or Wait and StopAndWait would wait for it forever. TestGoexitInTaskIsCountedAndReplaced,
+// or Wait and StopAndWait would wait for it forever. TestTaskCallingGoexitIsCountedAndReplaced,
 // TestGoexitInPanicHandlerIsCountedAndReplaced and TestPanicNilIsAPanic guard it.
 func (e *Engine[T]) runUntilPanic(w *worker[T], arg T) (panicked bool) {
 	where := inTask
