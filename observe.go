@@ -180,8 +180,10 @@ func (o *observer[T]) histograms(s *Stats) {
 	if o == nil || o.wait == nil {
 		return
 	}
-	s.WaitTime = snapshot(o.wait)
+	// RunTime first: a task's wait is recorded before its run, so WaitTime, read after,
+	// counts every task that RunTime does.
 	s.RunTime = snapshot(o.run)
+	s.WaitTime = snapshot(o.wait)
 }
 
 func snapshot(h *histogram.Histogram) Histogram {

@@ -35,7 +35,8 @@ type Stats struct {
 	// counts every task that started, RunTime every task that finished (returned, panicked
 	// or called runtime.Goexit). They are read just after the counters above, without
 	// stopping the workers, so they may count a task that started or finished since; their
-	// counts never go backwards between two snapshots.
+	// counts never go backwards between two snapshots, and WaitTime.Count is never less than
+	// RunTime.Count.
 	WaitTime, RunTime Histogram
 }
 
