@@ -23,7 +23,7 @@ type manualClock struct{ ns atomic.Int64 }
 
 var clockBase = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 
-func (c *manualClock) now() time.Time           { return clockBase.Add(time.Duration(c.ns.Load())) }
+func (c *manualClock) now() time.Time          { return clockBase.Add(time.Duration(c.ns.Load())) }
 func (c *manualClock) advance(d time.Duration) { c.ns.Add(int64(d)) }
 
 // hookLog records the hook calls of a pool in the order they happen.
