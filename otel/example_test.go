@@ -34,7 +34,7 @@ func ExampleObserve() {
 	}
 	for _, m := range rm.ScopeMetrics[0].Metrics {
 		switch m.Name {
-		case "crew.workers.max", "crew.tasks.submitted", "crew.tasks.completed":
+		case "crew.workers.max", "crew.tasks.accepted", "crew.tasks.completed":
 			dp := m.Data.(metricdata.Sum[int64]).DataPoints[0]
 			pool, _ := dp.Attributes.Value("pool")
 			fmt.Printf("%s{pool=%s} %d\n", m.Name, pool.AsString(), dp.Value)
@@ -42,6 +42,6 @@ func ExampleObserve() {
 	}
 	// Output:
 	// crew.workers.max{pool=images} 4
-	// crew.tasks.submitted{pool=images} 10
+	// crew.tasks.accepted{pool=images} 10
 	// crew.tasks.completed{pool=images} 10
 }
