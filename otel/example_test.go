@@ -45,3 +45,31 @@ func ExampleObserve() {
 	// crew.tasks.accepted{pool=images} 10
 	// crew.tasks.completed{pool=images} 10
 }
+
+func ExampleHooks() {
+	reader := sdkmetric.NewManualReader()
+	provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	defer provider.Shutdown(context.Background())
+
+	hooks, err := crewotel.Hooks(provider.Meter("example"), "images")
+	if err != nil {
+		panic(err)
+	}
+	p := crew.New(4, crew.WithHooks(hooks))
+	for range 10 {
+		_ = p.Submit(func() {})
+	}
+	p.StopAndWait()
+
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		panic(err)
+	}
+	for _, m := range rm.ScopeMetrics[0].Metrics {
+		h := m.Data.(metricdata.Histogram[float64])
+		fmt.Printf("%s [%s] count %d\n", m.Name, m.Unit, h.DataPoints[0].Count)
+	}
+	// Output:
+	// crew.task.wait.duration [s] count 10
+	// crew.task.run.duration [s] count 10
+}
