@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/crewgo/crew"
 )
@@ -128,6 +129,43 @@ func BenchmarkInvokeParallel(b *testing.B) {
 			})
 			p.StopAndWait()
 			checkRan(b, &ran, int(sent.Load()))
+		})
+	}
+}
+
+// BenchmarkSubmitWithHistograms measures what WithLatencyHistograms costs: GOMAXPROCS
+// submitters queuing tasks that sleep a microsecond, with the histograms off and on.
+func BenchmarkSubmitWithHistograms(b *testing.B) {
+	for _, on := range []bool{false, true} {
+		b.Run(fmt.Sprintf("histograms=%v", on), func(b *testing.B) {
+			b.ReportAllocs()
+			var ran atomic.Int64
+			task := func() {
+				time.Sleep(time.Microsecond)
+				ran.Add(1)
+			}
+			var opts []crew.Option
+			if on {
+				opts = append(opts, crew.WithLatencyHistograms())
+			}
+			p := crew.New(1024, opts...)
+			var sent atomic.Int64
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if err := p.Submit(task); err != nil {
+						b.Error(err)
+						return
+					}
+					sent.Add(1)
+				}
+			})
+			p.StopAndWait()
+			checkRan(b, &ran, int(sent.Load()))
+			if on {
+				if s := p.Stats(); s.RunTime.Count != uint64(sent.Load()) {
+					b.Fatalf("histogram counted %d of %d tasks", s.RunTime.Count, sent.Load())
+				}
+			}
 		})
 	}
 }

@@ -22,7 +22,7 @@ func NewFunc[T any](maxWorkers int, fn func(T), opts ...Option) *FuncPool[T] {
 		panic("crew: NewFunc: fn must not be nil")
 	}
 	p := &FuncPool[T]{}
-	p.core.init(c, engineConfig(c, maxWorkers, fn), p.Stop)
+	p.core.init(c, engineConfig(c, maxWorkers, fn), p.Stop, nil)
 	return p
 }
 
@@ -75,4 +75,4 @@ func (p *FuncPool[T]) Shutdown(ctx context.Context) error {
 func (p *FuncPool[T]) Resize(maxWorkers int) { p.core.resize(maxWorkers) }
 
 // Stats returns a consistent snapshot of the pool's counters; see [Stats].
-func (p *FuncPool[T]) Stats() Stats { return statsOf(p.core.e.Counters()) }
+func (p *FuncPool[T]) Stats() Stats { return p.core.stats() }

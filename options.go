@@ -24,6 +24,8 @@ type config struct {
 	noRecover    bool
 	ctx          context.Context
 	now          func() time.Time // clock hook for tests
+	hooks        *Hooks           // WithHooks
+	histograms   bool             // WithLatencyHistograms
 }
 
 func newConfig(caller string, maxWorkers int, opts []Option) config {

@@ -41,7 +41,7 @@ func runTask(t task) { t.run() }
 func New(maxWorkers int, opts ...Option) *Pool {
 	c := newConfig("New", maxWorkers, opts)
 	p := &Pool{}
-	p.core.init(c, engineConfig(c, maxWorkers, runTask), p.Stop)
+	p.core.init(c, engineConfig(c, maxWorkers, runTask), p.Stop, isSubWorker)
 	return p
 }
 
@@ -141,7 +141,7 @@ func (p *Pool) Resize(maxWorkers int) { p.core.resize(maxWorkers) }
 
 // Stats returns a consistent snapshot of the pool's counters; see [Stats]. It takes one short
 // lock and is safe to call from a task.
-func (p *Pool) Stats() Stats { return statsOf(p.core.e.Counters()) }
+func (p *Pool) Stats() Stats { return p.core.stats() }
 
 // Sub returns a sub-pool that runs its tasks on p's workers, at most maxWorkers of them at a
 // time. Tasks of p and of all its sub-pools together never exceed p's limit, whatever the
@@ -161,16 +161,17 @@ func (p *Pool) Stats() Stats { return statsOf(p.core.e.Counters()) }
 func (p *Pool) Sub(maxWorkers int, opts ...Option) *Pool {
 	base := p.core.cfg
 	base.queueSize, base.nonBlocking, base.minWorkers, base.ctx = 0, false, 0, nil
+	base.hooks, base.histograms = nil, false
 	c := newConfigFrom(base, "Sub", maxWorkers, opts)
 	c.minWorkers = 0
 	child := &Pool{parent: p}
 	ec := engineConfig(c, maxWorkers, runTask)
-	ec.Start = func(first task) {
-		p.core.e.Forward(&subWorker{e: child.core.e, first: first})
+	ec.Start = func(first task, since int64) {
+		p.core.e.Forward(&subWorker{e: child.core.e, first: first, since: since})
 	}
 	p.core.e.Hold()
 	ec.Exited = p.core.e.Release
-	child.core.init(c, ec, child.Stop)
+	child.core.init(c, ec, child.Stop, isSubWorker)
 
 	p.mu.Lock()
 	if p.children == nil {
@@ -188,9 +189,17 @@ func (p *Pool) Sub(maxWorkers int, opts ...Option) *Pool {
 type subWorker struct {
 	e     *worker.Engine[task]
 	first task
+	since int64
 }
 
-func (w *subWorker) run() { w.e.Serve(w.first) }
+func (w *subWorker) run() { w.e.Serve(w.first, w.since) }
+
+// isSubWorker tells a pool's hooks and histograms which tasks are its sub-pools' workers:
+// they run a sub-pool's tasks, which the sub-pool observes, so the parent does not.
+func isSubWorker(t task) bool {
+	_, ok := t.(*subWorker)
+	return ok
+}
 
 // core is what Pool and FuncPool share: the engine and the pool's lifecycle around it.
 type core[T any] struct {
@@ -198,10 +207,14 @@ type core[T any] struct {
 	cfg     config
 	ctxDone <-chan struct{} // the WithContext context's Done, or nil
 	stopCtx func() bool     // unregisters the WithContext hook
+	obs     *observer[T]    // WithHooks, WithLatencyHistograms; nil without them
 }
 
-func (c *core[T]) init(cfg config, ec worker.Config[T], stop func()) {
+func (c *core[T]) init(cfg config, ec worker.Config[T], stop func(), skip func(T) bool) {
 	c.cfg = cfg
+	if c.obs = newObserver(cfg, skip); c.obs != nil {
+		ec.Observer = c.obs
+	}
 	c.e = worker.New(ec)
 	if cfg.ctx != nil && stop != nil {
 		c.ctxDone = cfg.ctx.Done()
@@ -211,7 +224,20 @@ func (c *core[T]) init(cfg config, ec worker.Config[T], stop func()) {
 
 // submit offers arg to the engine, waiting for queue room if wait is set.
 func (c *core[T]) submit(arg T, wait bool) error {
+	if c.obs != nil {
+		return c.submitObserved(arg, wait)
+	}
 	return c.result(c.offer(arg, wait, nil), nil)
+}
+
+// submitObserved is submit with the Queued and Rejected hooks.
+func (c *core[T]) submitObserved(arg T, wait bool) error {
+	c.obs.queued()
+	err := c.result(c.offer(arg, wait, nil), nil)
+	if err != nil {
+		c.obs.rejected(err)
+	}
+	return err
 }
 
 // submitContext offers arg to the engine, waiting for queue room until ctx ends.
@@ -219,11 +245,27 @@ func (c *core[T]) submitContext(ctx context.Context, arg T) error {
 	if ctx == nil {
 		panic("crew: SubmitContext: ctx must not be nil")
 	}
+	if c.obs != nil {
+		c.obs.queued()
+	}
+	var err error
 	if ctx.Err() != nil {
 		c.e.CountCanceled()
-		return c.result(worker.Canceled, ctx)
+		err = c.result(worker.Canceled, ctx)
+	} else {
+		err = c.result(c.offer(arg, true, ctx.Done()), ctx)
 	}
-	return c.result(c.offer(arg, true, ctx.Done()), ctx)
+	if err != nil && c.obs != nil {
+		c.obs.rejected(err)
+	}
+	return err
+}
+
+// stats returns the engine's counters and the histograms as Stats.
+func (c *core[T]) stats() Stats {
+	s := statsOf(c.e.Counters())
+	c.obs.histograms(&s)
+	return s
 }
 
 func (c *core[T]) offer(arg T, wait bool, done <-chan struct{}) worker.Result {

@@ -2,23 +2,29 @@
 //
 // [Observe] registers asynchronous instruments with a [metric.Meter] and one callback that
 // reads one [crew.Stats] snapshot per collection, so the values of one collection are
-// consistent with each other: completed plus panicked tasks never exceed submitted tasks.
+// consistent with each other: completed plus panicked tasks never exceed accepted tasks.
 // Every observation carries a pool attribute holding the name given to Observe.
 //
 // Up-down counters (they add up across pools):
 //
 //	crew.workers.max       {worker}  the current worker limit
-//	crew.workers.running   {worker}  workers running a task
 //	crew.workers.idle      {worker}  workers alive and waiting for a task
+//	crew.tasks.running     {task}    tasks running
 //	crew.tasks.waiting     {task}    accepted tasks that have not started
 //
 // Counters:
 //
-//	crew.tasks.submitted   {task}    accepted tasks
+//	crew.tasks.accepted    {task}    tasks a submit accepted
 //	crew.tasks.completed   {task}    tasks that returned
 //	crew.tasks.panicked    {task}    tasks that panicked
-//	crew.tasks.rejected    {task}    submits that found the queue full and could not wait,
-//	                                 and blocked submits whose context ended first
+//	crew.tasks.rejected    {task}    submits refused because the queue was full
+//	crew.tasks.canceled    {task}    submits whose context ended before the task was accepted
+//
+// Histograms, recorded by the [crew.Hooks] that [Hooks] returns (asynchronous instruments
+// cannot report histograms, so these are synchronous ones fed as tasks start and finish):
+//
+//	crew.task.wait.duration   s   time from a task's submit to its start
+//	crew.task.run.duration    s   time a task ran
 //
 // Each instrument reports one field of [crew.Stats], whose comment says exactly what it counts.
 package crewotel
@@ -116,13 +122,14 @@ func Observe(meter metric.Meter, name string, src StatsSource, opts ...Option) (
 		return i
 	}
 	workersMax := upDown("crew.workers.max", "{worker}", "Current worker limit of the pool.")
-	workersRunning := upDown("crew.workers.running", "{worker}", "Workers of the pool running a task.")
+	tasksRunning := upDown("crew.tasks.running", "{task}", "Tasks of the pool running.")
 	workersIdle := upDown("crew.workers.idle", "{worker}", "Workers of the pool alive and waiting for a task.")
 	tasksWaiting := upDown("crew.tasks.waiting", "{task}", "Tasks accepted by the pool that have not started.")
-	tasksSubmitted := counter("crew.tasks.submitted", "Tasks accepted by the pool.")
+	tasksAccepted := counter("crew.tasks.accepted", "Tasks accepted by the pool.")
 	tasksCompleted := counter("crew.tasks.completed", "Tasks of the pool that returned.")
 	tasksPanicked := counter("crew.tasks.panicked", "Tasks of the pool that panicked.")
-	tasksRejected := counter("crew.tasks.rejected", "Submits the pool did not accept because its queue was full or their context ended while they waited.")
+	tasksRejected := counter("crew.tasks.rejected", "Submits the pool refused because its queue was full.")
+	tasksCanceled := counter("crew.tasks.canceled", "Submits whose context ended before the pool accepted the task.")
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
@@ -131,18 +138,19 @@ func Observe(meter metric.Meter, name string, src StatsSource, opts ...Option) (
 	callback := func(_ context.Context, o metric.Observer) error {
 		s := src.Stats()
 		o.ObserveInt64(workersMax, int64(s.MaxWorkers), set)
-		o.ObserveInt64(workersRunning, int64(s.Running), set)
+		o.ObserveInt64(tasksRunning, int64(s.Running), set)
 		o.ObserveInt64(workersIdle, int64(s.Idle), set)
 		o.ObserveInt64(tasksWaiting, int64(s.Waiting), set)
-		o.ObserveInt64(tasksSubmitted, counterValue(s.Accepted), set)
+		o.ObserveInt64(tasksAccepted, counterValue(s.Accepted), set)
 		o.ObserveInt64(tasksCompleted, counterValue(s.Completed), set)
 		o.ObserveInt64(tasksPanicked, counterValue(s.Panicked), set)
-		o.ObserveInt64(tasksRejected, counterValue(s.Rejected+s.Canceled), set)
+		o.ObserveInt64(tasksRejected, counterValue(s.Rejected), set)
+		o.ObserveInt64(tasksCanceled, counterValue(s.Canceled), set)
 		return nil
 	}
 	reg, err := meter.RegisterCallback(callback,
-		workersMax, workersRunning, workersIdle, tasksWaiting,
-		tasksSubmitted, tasksCompleted, tasksPanicked, tasksRejected)
+		workersMax, tasksRunning, workersIdle, tasksWaiting,
+		tasksAccepted, tasksCompleted, tasksPanicked, tasksRejected, tasksCanceled)
 	if err != nil {
 		return nil, err
 	}

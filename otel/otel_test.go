@@ -43,13 +43,13 @@ func (c *countingSource) Stats() crew.Stats {
 	n := c.calls.Add(1)
 	return crew.Stats{
 		MaxWorkers: int(n), Running: int(n), Idle: int(n), Waiting: int(n),
-		Accepted: uint64(n), Completed: uint64(n), Panicked: uint64(n), Rejected: uint64(n),
+		Accepted: uint64(n), Completed: uint64(n), Panicked: uint64(n), Rejected: uint64(n), Canceled: uint64(n),
 	}
 }
 
 var (
-	upDownNames  = []string{"crew.workers.max", "crew.workers.running", "crew.workers.idle", "crew.tasks.waiting"}
-	counterNames = []string{"crew.tasks.submitted", "crew.tasks.completed", "crew.tasks.panicked", "crew.tasks.rejected"}
+	upDownNames  = []string{"crew.workers.max", "crew.tasks.running", "crew.workers.idle", "crew.tasks.waiting"}
+	counterNames = []string{"crew.tasks.accepted", "crew.tasks.completed", "crew.tasks.panicked", "crew.tasks.rejected", "crew.tasks.canceled"}
 )
 
 // newMeter returns a meter whose metrics the returned reader collects on demand.
@@ -149,13 +149,14 @@ func tryCollect(t *testing.T, r *sdkmetric.ManualReader) (map[point]int64, error
 func points(attrs string, s crew.Stats) map[point]int64 {
 	return map[point]int64{
 		{"crew.workers.max", attrs}:     int64(s.MaxWorkers),
-		{"crew.workers.running", attrs}: int64(s.Running),
+		{"crew.tasks.running", attrs}:   int64(s.Running),
 		{"crew.workers.idle", attrs}:    int64(s.Idle),
 		{"crew.tasks.waiting", attrs}:   int64(s.Waiting),
-		{"crew.tasks.submitted", attrs}: int64(s.Accepted),
+		{"crew.tasks.accepted", attrs}:  int64(s.Accepted),
 		{"crew.tasks.completed", attrs}: int64(s.Completed),
 		{"crew.tasks.panicked", attrs}:  int64(s.Panicked),
 		{"crew.tasks.rejected", attrs}:  int64(s.Rejected),
+		{"crew.tasks.canceled", attrs}:  int64(s.Canceled),
 	}
 }
 
@@ -163,7 +164,7 @@ func TestObserveReportsEveryStatsField(t *testing.T) {
 	meter, r := newMeter(t)
 	s := crew.Stats{
 		MaxWorkers: 8, Running: 5, Idle: 2, Waiting: 13,
-		Accepted: 1001, Completed: 950, Panicked: 3, Rejected: 17,
+		Accepted: 1001, Completed: 950, Panicked: 3, Rejected: 17, Canceled: 5,
 	}
 	reg, err := crewotel.Observe(meter, "fixed", fixedSource{s})
 	if err != nil {
@@ -190,7 +191,7 @@ func TestCallbackReadsOneSnapshotPerCollection(t *testing.T) {
 		}
 		want := points("pool=counting", crew.Stats{
 			MaxWorkers: n, Running: n, Idle: n, Waiting: n,
-			Accepted: uint64(n), Completed: uint64(n), Panicked: uint64(n), Rejected: uint64(n),
+			Accepted: uint64(n), Completed: uint64(n), Panicked: uint64(n), Rejected: uint64(n), Canceled: uint64(n),
 		})
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("collection %d: got %v\nwant %v", n, got, want)
@@ -254,7 +255,7 @@ func TestObserveReportsPoolAfterKnownWorkload(t *testing.T) {
 	// Running and Idle are left out: how soon a worker that finished counts as idle is not
 	// part of Wait's contract.
 	want := points("pool=work", crew.Stats{MaxWorkers: 2, Accepted: 3, Completed: 2, Panicked: 1, Rejected: 1})
-	for _, n := range []string{"crew.workers.running", "crew.workers.idle"} {
+	for _, n := range []string{"crew.tasks.running", "crew.workers.idle"} {
 		delete(got, point{n, "pool=work"})
 		delete(want, point{n, "pool=work"})
 	}
@@ -284,7 +285,7 @@ func TestObserveReportsFuncPool(t *testing.T) {
 	}
 	got := collect(t, r)
 	for name, want := range map[string]int64{
-		"crew.workers.max": 3, "crew.tasks.submitted": 10, "crew.tasks.completed": 10,
+		"crew.workers.max": 3, "crew.tasks.accepted": 10, "crew.tasks.completed": 10,
 		"crew.tasks.panicked": 0, "crew.tasks.waiting": 0,
 	} {
 		if v, ok := got[point{name, "pool=func"}]; !ok || v != want {
@@ -305,8 +306,8 @@ func TestUnregisterStopsObservingOnlyThatPool(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer regB.Close()
-	if got := collect(t, r); len(got) != 16 {
-		t.Fatalf("with two pools: %d data points, want 16: %v", len(got), got)
+	if got := collect(t, r); len(got) != 18 {
+		t.Fatalf("with two pools: %d data points, want 18: %v", len(got), got)
 	}
 
 	if err := regA.Unregister(); err != nil {
@@ -321,7 +322,7 @@ func TestUnregisterStopsObservingOnlyThatPool(t *testing.T) {
 	}
 	want := points("pool=b", crew.Stats{
 		MaxWorkers: 2, Running: 2, Idle: 2, Waiting: 2,
-		Accepted: 2, Completed: 2, Panicked: 2, Rejected: 2,
+		Accepted: 2, Completed: 2, Panicked: 2, Rejected: 2, Canceled: 2,
 	})
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("after unregistering a: got %v\nwant %v", got, want)
@@ -435,7 +436,7 @@ func TestCounterPastInt64StaysAtMaxInt64(t *testing.T) {
 	meter, r := newMeter(t)
 	s := crew.Stats{
 		Accepted: math.MaxInt64, Completed: math.MaxInt64 + 1,
-		Panicked: math.MaxUint64, Rejected: math.MaxInt64 + 12345,
+		Panicked: math.MaxUint64, Rejected: math.MaxInt64 + 12345, Canceled: math.MaxInt64 + 1,
 	}
 	reg, err := crewotel.Observe(meter, "huge", fixedSource{s})
 	if err != nil {
@@ -450,7 +451,7 @@ func TestCounterPastInt64StaysAtMaxInt64(t *testing.T) {
 	}
 }
 
-func TestRejectedCountsBlockedSubmitsWhoseContextEnded(t *testing.T) {
+func TestRejectedCountsFullQueueAndCanceledCountsEndedContexts(t *testing.T) {
 	meter, r := newMeter(t)
 	p := crewtest.RejectedTwice(t)
 	reg, err := crewotel.Observe(meter, "ctx", p)
@@ -458,8 +459,9 @@ func TestRejectedCountsBlockedSubmitsWhoseContextEnded(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer reg.Unregister()
-	if v := collect(t, r)[point{"crew.tasks.rejected", "pool=ctx"}]; v != 2 {
-		t.Fatalf("crew.tasks.rejected = %d, want 2", v)
+	got := collect(t, r)
+	if rej, can := got[point{"crew.tasks.rejected", "pool=ctx"}], got[point{"crew.tasks.canceled", "pool=ctx"}]; rej != 1 || can != 1 {
+		t.Fatalf("crew.tasks.rejected = %d, crew.tasks.canceled = %d, want 1 and 1", rej, can)
 	}
 }
 
@@ -471,7 +473,7 @@ func checkCollection(pool string, prev, cur map[point]int64) error {
 		n, ok := m[point{name, pool}]
 		return n, ok
 	}
-	sub, ok := v(cur, "crew.tasks.submitted")
+	sub, ok := v(cur, "crew.tasks.accepted")
 	if !ok {
 		return nil
 	}
@@ -480,7 +482,7 @@ func checkCollection(pool string, prev, cur map[point]int64) error {
 	if completed+panicked > sub {
 		return fmt.Errorf("completed %d + panicked %d > submitted %d", completed, panicked, sub)
 	}
-	if run, limit := cur[point{"crew.workers.running", pool}], cur[point{"crew.workers.max", pool}]; run > limit {
+	if run, limit := cur[point{"crew.tasks.running", pool}], cur[point{"crew.workers.max", pool}]; run > limit {
 		return fmt.Errorf("running %d > max %d", run, limit)
 	}
 	for _, name := range counterNames {

@@ -26,7 +26,7 @@ func ExampleNewCollector() {
 	}
 	for _, mf := range mfs {
 		switch mf.GetName() {
-		case "crew_tasks_submitted_total", "crew_tasks_completed_total":
+		case "crew_tasks_accepted_total", "crew_tasks_completed_total":
 			m := mf.GetMetric()[0]
 			fmt.Printf("%s{pool=%q} %v\n", mf.GetName(), m.GetLabel()[0].GetValue(), m.GetCounter().GetValue())
 		case "crew_workers_max":
@@ -35,7 +35,7 @@ func ExampleNewCollector() {
 		}
 	}
 	// Output:
+	// crew_tasks_accepted_total{pool="images"} 10
 	// crew_tasks_completed_total{pool="images"} 10
-	// crew_tasks_submitted_total{pool="images"} 10
 	// crew_workers_max{pool="images"} 4
 }

@@ -1,24 +1,36 @@
 // Package prom exports the Stats of a crew pool as Prometheus metrics.
 //
 // A [Collector] reads one [crew.Stats] snapshot per scrape, so the values of one scrape are
-// consistent with each other: completed plus panicked tasks never exceed submitted tasks, and
-// running workers never exceed the limit by more than a shrinking [crew.Pool.Resize] allows.
+// consistent with each other: completed plus panicked tasks never exceed accepted tasks, and
+// running tasks never exceed the limit by more than a shrinking [crew.Pool.Resize] allows.
 // Every metric carries a pool label holding the name given to [NewCollector].
 //
 // Gauges:
 //
 //	crew_workers_max       the current worker limit
-//	crew_workers_running   workers running a task
 //	crew_workers_idle      workers alive and waiting for a task
+//	crew_tasks_running     tasks running
 //	crew_tasks_waiting     accepted tasks that have not started
 //
 // Counters:
 //
-//	crew_tasks_submitted_total   accepted tasks
+//	crew_tasks_accepted_total    tasks a submit accepted
 //	crew_tasks_completed_total   tasks that returned
 //	crew_tasks_panicked_total    tasks that panicked
-//	crew_tasks_rejected_total    submits that found the queue full and could not wait, and
-//	                             blocked submits whose context ended first
+//	crew_tasks_rejected_total    submits refused because the queue was full
+//	crew_tasks_canceled_total    submits whose context ended before the task was accepted
+//
+// Histograms, for a pool built with [crew.WithLatencyHistograms] (absent otherwise):
+//
+//	crew_task_wait_seconds   time from a task's submit to its start
+//	crew_task_run_seconds    time a task ran
+//
+// Each histogram is exported both ways a Prometheus histogram can be: as a native histogram
+// of schema 3 (eight buckets per power of two, the pool's own buckets, so nothing is lost),
+// and with classic le buckets at every second power of two from 2^-20 s (about 1 µs) to
+// 2^12 s (about 68 minutes), for servers and queries that do not use native histograms. The
+// native histogram's zero bucket holds the durations up to 2^-20 s; the few above 2^12 s go
+// to the native bucket just above it.
 //
 // Each metric reports one field of [crew.Stats], whose comment says exactly what it counts.
 package prom
@@ -62,13 +74,16 @@ type Collector struct {
 	src StatsSource
 
 	workersMax     *prometheus.Desc
-	workersRunning *prometheus.Desc
 	workersIdle    *prometheus.Desc
+	tasksRunning   *prometheus.Desc
 	tasksWaiting   *prometheus.Desc
-	tasksSubmitted *prometheus.Desc
+	tasksAccepted  *prometheus.Desc
 	tasksCompleted *prometheus.Desc
 	tasksPanicked  *prometheus.Desc
 	tasksRejected  *prometheus.Desc
+	tasksCanceled  *prometheus.Desc
+	waitSeconds    *prometheus.Desc
+	runSeconds     *prometheus.Desc
 }
 
 // NewCollector returns a collector exporting the Stats of src, labelled pool=name. It panics if
@@ -103,30 +118,36 @@ func NewCollector(name string, src StatsSource, opts ...Option) *Collector {
 	return &Collector{
 		src:            src,
 		workersMax:     desc("crew_workers_max", "Current worker limit of the pool."),
-		workersRunning: desc("crew_workers_running", "Workers of the pool running a task."),
 		workersIdle:    desc("crew_workers_idle", "Workers of the pool alive and waiting for a task."),
+		tasksRunning:   desc("crew_tasks_running", "Tasks of the pool running."),
 		tasksWaiting:   desc("crew_tasks_waiting", "Tasks accepted by the pool that have not started."),
-		tasksSubmitted: desc("crew_tasks_submitted_total", "Tasks accepted by the pool."),
+		tasksAccepted:  desc("crew_tasks_accepted_total", "Tasks accepted by the pool."),
 		tasksCompleted: desc("crew_tasks_completed_total", "Tasks of the pool that returned."),
 		tasksPanicked:  desc("crew_tasks_panicked_total", "Tasks of the pool that panicked."),
-		tasksRejected:  desc("crew_tasks_rejected_total", "Submits the pool did not accept because its queue was full or their context ended while they waited."),
+		tasksRejected:  desc("crew_tasks_rejected_total", "Submits the pool refused because its queue was full."),
+		tasksCanceled:  desc("crew_tasks_canceled_total", "Submits whose context ended before the pool accepted the task."),
+		waitSeconds:    desc("crew_task_wait_seconds", "Time from a task's submit to its start."),
+		runSeconds:     desc("crew_task_run_seconds", "Time a task of the pool ran."),
 	}
 }
 
-// Describe sends the descriptors of the collector's eight metrics to ch.
+// Describe sends the descriptors of the collector's metrics to ch.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.workersMax
-	ch <- c.workersRunning
 	ch <- c.workersIdle
+	ch <- c.tasksRunning
 	ch <- c.tasksWaiting
-	ch <- c.tasksSubmitted
+	ch <- c.tasksAccepted
 	ch <- c.tasksCompleted
 	ch <- c.tasksPanicked
 	ch <- c.tasksRejected
+	ch <- c.tasksCanceled
+	ch <- c.waitSeconds
+	ch <- c.runSeconds
 }
 
-// Collect reads one Stats snapshot from the source and sends the eight metrics built from it
-// to ch. Reading the snapshot once, not once per metric, keeps the values of a scrape
+// Collect reads one Stats snapshot from the source and sends the metrics built from it to ch:
+// the histograms only when the snapshot has them. Reading the snapshot once, not once per metric, keeps the values of a scrape
 // consistent with each other.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	s := c.src.Stats()
@@ -137,11 +158,16 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v))
 	}
 	gauge(c.workersMax, s.MaxWorkers)
-	gauge(c.workersRunning, s.Running)
 	gauge(c.workersIdle, s.Idle)
+	gauge(c.tasksRunning, s.Running)
 	gauge(c.tasksWaiting, s.Waiting)
-	counter(c.tasksSubmitted, s.Accepted)
+	counter(c.tasksAccepted, s.Accepted)
 	counter(c.tasksCompleted, s.Completed)
 	counter(c.tasksPanicked, s.Panicked)
-	counter(c.tasksRejected, s.Rejected+s.Canceled)
+	counter(c.tasksRejected, s.Rejected)
+	counter(c.tasksCanceled, s.Canceled)
+	if s.WaitTime.Buckets != nil {
+		ch <- histogramMetric(c.waitSeconds, s.WaitTime)
+		ch <- histogramMetric(c.runSeconds, s.RunTime)
+	}
 }

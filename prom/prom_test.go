@@ -36,22 +36,29 @@ func (c *countingSource) Stats() crew.Stats {
 	return crew.Stats{
 		MaxWorkers: int(n), Running: int(n), Idle: int(n), Waiting: int(n),
 		Accepted: uint64(n), Completed: uint64(n), Panicked: uint64(n), Rejected: uint64(n),
+		Canceled: uint64(n),
 	}
 }
 
 const allMetrics = `
+# HELP crew_tasks_accepted_total Tasks accepted by the pool.
+# TYPE crew_tasks_accepted_total counter
+crew_tasks_accepted_total{pool="%[1]s"} %[5]d
+# HELP crew_tasks_canceled_total Submits whose context ended before the pool accepted the task.
+# TYPE crew_tasks_canceled_total counter
+crew_tasks_canceled_total{pool="%[1]s"} %[10]d
 # HELP crew_tasks_completed_total Tasks of the pool that returned.
 # TYPE crew_tasks_completed_total counter
 crew_tasks_completed_total{pool="%[1]s"} %[6]d
 # HELP crew_tasks_panicked_total Tasks of the pool that panicked.
 # TYPE crew_tasks_panicked_total counter
 crew_tasks_panicked_total{pool="%[1]s"} %[7]d
-# HELP crew_tasks_rejected_total Submits the pool did not accept because its queue was full or their context ended while they waited.
+# HELP crew_tasks_rejected_total Submits the pool refused because its queue was full.
 # TYPE crew_tasks_rejected_total counter
 crew_tasks_rejected_total{pool="%[1]s"} %[8]d
-# HELP crew_tasks_submitted_total Tasks accepted by the pool.
-# TYPE crew_tasks_submitted_total counter
-crew_tasks_submitted_total{pool="%[1]s"} %[5]d
+# HELP crew_tasks_running Tasks of the pool running.
+# TYPE crew_tasks_running gauge
+crew_tasks_running{pool="%[1]s"} %[9]d
 # HELP crew_tasks_waiting Tasks accepted by the pool that have not started.
 # TYPE crew_tasks_waiting gauge
 crew_tasks_waiting{pool="%[1]s"} %[4]d
@@ -61,21 +68,18 @@ crew_workers_idle{pool="%[1]s"} %[3]d
 # HELP crew_workers_max Current worker limit of the pool.
 # TYPE crew_workers_max gauge
 crew_workers_max{pool="%[1]s"} %[2]d
-# HELP crew_workers_running Workers of the pool running a task.
-# TYPE crew_workers_running gauge
-crew_workers_running{pool="%[1]s"} %[9]d
 `
 
 // expected renders allMetrics for one pool name and snapshot.
 func expected(pool string, s crew.Stats) *strings.Reader {
 	return strings.NewReader(fmt.Sprintf(allMetrics, pool, s.MaxWorkers, s.Idle, s.Waiting,
-		s.Accepted, s.Completed, s.Panicked, s.Rejected, s.Running))
+		s.Accepted, s.Completed, s.Panicked, s.Rejected, s.Running, s.Canceled))
 }
 
 func TestCollectorExportsEveryStatsField(t *testing.T) {
 	s := crew.Stats{
 		MaxWorkers: 8, Running: 5, Idle: 2, Waiting: 13,
-		Accepted: 1001, Completed: 950, Panicked: 3, Rejected: 17,
+		Accepted: 1001, Completed: 950, Panicked: 3, Rejected: 17, Canceled: 4,
 	}
 	c := prom.NewCollector("fixed", fixedSource{s})
 	if err := testutil.CollectAndCompare(c, expected("fixed", s)); err != nil {
@@ -95,8 +99,8 @@ func TestCollectReadsOneSnapshotPerScrape(t *testing.T) {
 		if got := src.calls.Load(); got != int64(scrape) {
 			t.Fatalf("after %d scrapes: Stats called %d times, want %d", scrape, got, scrape)
 		}
-		if len(values) != 8 {
-			t.Fatalf("scrape %d: %d metric families, want 8", scrape, len(values))
+		if len(values) != 9 {
+			t.Fatalf("scrape %d: %d metric families, want 9", scrape, len(values))
 		}
 		for name, v := range values {
 			if v != float64(scrape) {
@@ -185,12 +189,12 @@ crew_tasks_completed_total{pool="work"} 2
 # HELP crew_tasks_panicked_total Tasks of the pool that panicked.
 # TYPE crew_tasks_panicked_total counter
 crew_tasks_panicked_total{pool="work"} 1
-# HELP crew_tasks_rejected_total Submits the pool did not accept because its queue was full or their context ended while they waited.
+# HELP crew_tasks_rejected_total Submits the pool refused because its queue was full.
 # TYPE crew_tasks_rejected_total counter
 crew_tasks_rejected_total{pool="work"} 1
-# HELP crew_tasks_submitted_total Tasks accepted by the pool.
-# TYPE crew_tasks_submitted_total counter
-crew_tasks_submitted_total{pool="work"} 3
+# HELP crew_tasks_accepted_total Tasks accepted by the pool.
+# TYPE crew_tasks_accepted_total counter
+crew_tasks_accepted_total{pool="work"} 3
 # HELP crew_tasks_waiting Tasks accepted by the pool that have not started.
 # TYPE crew_tasks_waiting gauge
 crew_tasks_waiting{pool="work"} 0
@@ -202,7 +206,7 @@ crew_workers_max{pool="work"} 2
 	// part of Wait's contract.
 	if err := testutil.CollectAndCompare(c, strings.NewReader(want),
 		"crew_tasks_completed_total", "crew_tasks_panicked_total", "crew_tasks_rejected_total",
-		"crew_tasks_submitted_total", "crew_tasks_waiting", "crew_workers_max"); err != nil {
+		"crew_tasks_accepted_total", "crew_tasks_waiting", "crew_workers_max"); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -224,20 +228,20 @@ func TestCollectorReportsFuncPool(t *testing.T) {
 # HELP crew_tasks_completed_total Tasks of the pool that returned.
 # TYPE crew_tasks_completed_total counter
 crew_tasks_completed_total{pool="func"} 10
-# HELP crew_tasks_submitted_total Tasks accepted by the pool.
-# TYPE crew_tasks_submitted_total counter
-crew_tasks_submitted_total{pool="func"} 10
+# HELP crew_tasks_accepted_total Tasks accepted by the pool.
+# TYPE crew_tasks_accepted_total counter
+crew_tasks_accepted_total{pool="func"} 10
 # HELP crew_workers_max Current worker limit of the pool.
 # TYPE crew_workers_max gauge
 crew_workers_max{pool="func"} 3
 `
 	c := prom.NewCollector("func", p)
 	if err := testutil.CollectAndCompare(c, strings.NewReader(want),
-		"crew_tasks_completed_total", "crew_tasks_submitted_total", "crew_workers_max"); err != nil {
+		"crew_tasks_completed_total", "crew_tasks_accepted_total", "crew_workers_max"); err != nil {
 		t.Fatal(err)
 	}
-	if got := testutil.CollectAndCount(c); got != 8 {
-		t.Fatalf("CollectAndCount = %d, want 8", got)
+	if got := testutil.CollectAndCount(c); got != 9 {
+		t.Fatalf("CollectAndCount = %d, want 9", got)
 	}
 }
 
@@ -262,12 +266,12 @@ func TestPoolsWithDifferentNamesShareARegistry(t *testing.T) {
 		t.Fatal("registering a second collector named a succeeded, want an error")
 	}
 	want := `
-# HELP crew_tasks_submitted_total Tasks accepted by the pool.
-# TYPE crew_tasks_submitted_total counter
-crew_tasks_submitted_total{pool="a"} 1
-crew_tasks_submitted_total{pool="b"} 2
+# HELP crew_tasks_accepted_total Tasks accepted by the pool.
+# TYPE crew_tasks_accepted_total counter
+crew_tasks_accepted_total{pool="a"} 1
+crew_tasks_accepted_total{pool="b"} 2
 `
-	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "crew_tasks_submitted_total"); err != nil {
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "crew_tasks_accepted_total"); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -310,22 +314,25 @@ func TestCollectorsOnOneRegistryNeedSameLabelNamesAndDistinctValues(t *testing.T
 					t.Fatalf("registering collector %d: %v", i+1, err)
 				}
 			}
-			if n, err := testutil.GatherAndCount(reg, "crew_tasks_submitted_total"); err != nil || n != 2 {
-				t.Fatalf("gathered %d crew_tasks_submitted_total series (error %v), want 2", n, err)
+			if n, err := testutil.GatherAndCount(reg, "crew_tasks_accepted_total"); err != nil || n != 2 {
+				t.Fatalf("gathered %d crew_tasks_accepted_total series (error %v), want 2", n, err)
 			}
 		})
 	}
 }
 
-func TestRejectedCountsBlockedSubmitsWhoseContextEnded(t *testing.T) {
+func TestRejectedCountsFullQueueAndCanceledCountsEndedContexts(t *testing.T) {
 	p := crewtest.RejectedTwice(t)
 	want := `
-# HELP crew_tasks_rejected_total Submits the pool did not accept because its queue was full or their context ended while they waited.
+# HELP crew_tasks_canceled_total Submits whose context ended before the pool accepted the task.
+# TYPE crew_tasks_canceled_total counter
+crew_tasks_canceled_total{pool="ctx"} 1
+# HELP crew_tasks_rejected_total Submits the pool refused because its queue was full.
 # TYPE crew_tasks_rejected_total counter
-crew_tasks_rejected_total{pool="ctx"} 2
+crew_tasks_rejected_total{pool="ctx"} 1
 `
 	c := prom.NewCollector("ctx", p)
-	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "crew_tasks_rejected_total"); err != nil {
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "crew_tasks_rejected_total", "crew_tasks_canceled_total"); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -333,13 +340,13 @@ crew_tasks_rejected_total{pool="ctx"} 2
 // checkScrape returns an error if the scrape cur is not consistent in itself, or if a counter
 // in it is below its value in prev, the scrape before it (nil for none).
 func checkScrape(prev, cur map[string]float64) error {
-	if len(cur) != 8 {
-		return fmt.Errorf("%d metrics, want 8: %v", len(cur), cur)
+	if len(cur) != 9 {
+		return fmt.Errorf("%d metrics, want 9: %v", len(cur), cur)
 	}
-	if done, sub := cur["crew_tasks_completed_total"]+cur["crew_tasks_panicked_total"], cur["crew_tasks_submitted_total"]; done > sub {
+	if done, sub := cur["crew_tasks_completed_total"]+cur["crew_tasks_panicked_total"], cur["crew_tasks_accepted_total"]; done > sub {
 		return fmt.Errorf("completed+panicked %v > submitted %v", done, sub)
 	}
-	if run, limit := cur["crew_workers_running"], cur["crew_workers_max"]; run > limit {
+	if run, limit := cur["crew_tasks_running"], cur["crew_workers_max"]; run > limit {
 		return fmt.Errorf("running %v > max %v", run, limit)
 	}
 	for name, v := range prev {
@@ -404,13 +411,13 @@ func TestStressCollectorIsSafeForConcurrentUse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := final["crew_tasks_submitted_total"], float64(counts.Accepted.Load()); got != want {
+	if got, want := final["crew_tasks_accepted_total"], float64(counts.Accepted.Load()); got != want {
 		t.Errorf("submitted = %v, want %v accepted", got, want)
 	}
 	if got, want := final["crew_tasks_rejected_total"], float64(counts.Refused.Load()); got != want {
 		t.Errorf("rejected = %v, want %v refused", got, want)
 	}
-	if done, sub := final["crew_tasks_completed_total"]+final["crew_tasks_panicked_total"], final["crew_tasks_submitted_total"]; done != sub {
+	if done, sub := final["crew_tasks_completed_total"]+final["crew_tasks_panicked_total"], final["crew_tasks_accepted_total"]; done != sub {
 		t.Errorf("after Wait: completed+panicked = %v, want submitted %v", done, sub)
 	}
 }

@@ -78,7 +78,8 @@ func (c cancelOnDone) Done() <-chan struct{} {
 
 // RejectedTwice returns a pool of one worker and a queue of one, both held full until the test
 // ends, that has rejected two submits: a TrySubmit refused by the full queue, and a
-// SubmitContext that blocked on it and whose context ended first. Its Stats.Rejected is 2.
+// SubmitContext that blocked on it and whose context ended first. Its Stats.Rejected is 1 and
+// its Stats.Canceled 1.
 func RejectedTwice(t testing.TB) *crew.Pool {
 	t.Helper()
 	p := crew.New(1, crew.WithQueueSize(1))

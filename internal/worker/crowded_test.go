@@ -29,7 +29,7 @@ func TestSubmitYieldsWhenFarAhead(t *testing.T) {
 				Run:          func(int) { ran.Add(1) },
 				MaxWorkers:   limit,
 				PanicHandler: noPanic,
-				Start:        func(first int) { starts <- first },
+				Start:        func(first int, _ int64) { starts <- first },
 			})
 			// Task 0 goes to the worker started; task i leaves i tasks queued.
 			var want []int
@@ -42,7 +42,7 @@ func TestSubmitYieldsWhenFarAhead(t *testing.T) {
 			c := e.Counters()
 			go func() {
 				for first := range starts {
-					go e.Serve(first)
+					go e.Serve(first, 0)
 				}
 			}()
 			stopAndWait(e)

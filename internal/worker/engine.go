@@ -64,15 +64,17 @@ type Config[T any] struct {
 	PanicHandler func(v any, stack []byte) // required
 	// NoRecover lets a task's panic end the process instead of going to PanicHandler.
 	NoRecover bool
-	// Start, when set, replaces "go serve": it must arrange for Serve(first) to be called
-	// exactly once on some goroutine. Sub-pools use it to run their workers as tasks of the
-	// parent. Such workers never park: they return when the queue is empty.
-	Start func(first T)
+	// Start, when set, replaces "go serve": it must arrange for Serve(first, since) to be
+	// called exactly once on some goroutine. Sub-pools use it to run their workers as tasks
+	// of the parent. Such workers never park: they return when the queue is empty.
+	Start func(first T, since int64)
 	// Exited, when set, is called once the engine has stopped and its last goroutine is
 	// done, with the engine's lock held. A sub-pool uses it to release its parent (Release).
 	Exited func()
-	// Now is the clock used for idle reaping; nil means time.Now.
+	// Now is the clock used for idle reaping and by Observer; nil means time.Now.
 	Now func() time.Time
+	// Observer, when set, is told when each task starts and ends: see observe.go.
+	Observer Observer[T]
 }
 
 // Counters is a snapshot of an Engine's state, taken under its lock.
@@ -119,6 +121,8 @@ type Engine[T any] struct {
 	yielding atomic.Int32
 
 	spares *spare.Pool[*worker[T]] // shared by the engines of T: see newWorker
+
+	timing // set only with an Observer: see observe.go
 }
 
 // New returns an Engine and starts cfg.MinWorkers workers.
@@ -132,6 +136,9 @@ func New[T any](cfg Config[T]) *Engine[T] {
 		exited: make(chan struct{}),
 		done:   make(chan struct{}),
 		spares: spare.For[*worker[T]](),
+	}
+	if cfg.Observer != nil {
+		e.timed, e.epoch = true, cfg.Now()
 	}
 	if cfg.Start == nil && cfg.MinWorkers > 0 {
 		e.mu.Lock()

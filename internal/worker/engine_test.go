@@ -358,9 +358,9 @@ func TestExitedWaitsForHeldSubPoolsForward(t *testing.T) {
 		Run:          func(int) { ran.Add(1) },
 		MaxWorkers:   1,
 		PanicHandler: noPanic,
-		Start: func(first int) {
+		Start: func(first int, since int64) {
 			<-gate // the sub-pool's worker reaches the parent late, after it stopped
-			parent.Forward(func() { child.Serve(first) })
+			parent.Forward(func() { child.Serve(first, since) })
 		},
 		Exited: parent.Release,
 	})
@@ -499,7 +499,7 @@ func TestSubmitQueuesBehindAWakingWorker(t *testing.T) {
 		Run:          func(int) { <-hold },
 		MaxWorkers:   tasks + 1,
 		PanicHandler: noPanic,
-		Start:        func(first int) { starts <- first },
+		Start:        func(first int, _ int64) { starts <- first },
 	})
 	for i := 1; i <= tasks; i++ {
 		submit(t, e, i)
@@ -518,7 +518,7 @@ func TestSubmitQueuesBehindAWakingWorker(t *testing.T) {
 			t.Fatalf("%d workers and %d tasks queued before worker %d began, want %d and %d",
 				c.Workers, c.Waiting, want, want, tasks-want)
 		}
-		go e.Serve(first)
+		go e.Serve(first, 0)
 	}
 	close(hold)
 	stopAndWait(e)

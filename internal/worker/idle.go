@@ -9,6 +9,7 @@ type worker[T any] struct {
 	arg       T
 	exit      bool
 	idleSince time.Time
+	observed  // with an Observer: see observe.go
 }
 
 // startParked starts a worker that parks at once, as New does for MinWorkers. Callers hold
@@ -113,7 +114,7 @@ func (e *Engine[T]) newWorker() *worker[T] {
 // holds w by then: it is off the idle stack, and whoever told it to exit sent on w.wake before
 // it woke, and touches w no more. Its channel is empty, as every send on it has been received.
 func (e *Engine[T]) retire(w *worker[T]) {
-	if w == nil || inBubble() {
+	if w.transient() || inBubble() {
 		return
 	}
 	*w = worker[T]{wake: w.wake}

@@ -6,9 +6,10 @@ import (
 )
 
 // Serve runs first and then queued tasks on the calling goroutine until the queue is empty.
-// It is for Config.Start: the worker it stands for was counted when Start was called.
-func (e *Engine[T]) Serve(first T) {
-	e.serve(nil, first)
+// It is for Config.Start, whose arguments it takes: the worker it stands for was counted when
+// Start was called.
+func (e *Engine[T]) Serve(first T, since int64) {
+	e.serve(e.subWorker(since), first)
 }
 
 // parked is the body of a worker started idle.
@@ -63,6 +64,9 @@ func (e *Engine[T]) runUntilPanic(w *worker[T], arg T) (panicked bool) {
 	where := inTask
 	defer func() {
 		if where != returned {
+			if e.timed {
+				e.finished(w, where == inHandler)
+			}
 			e.goexit(w, where == inHandler)
 		}
 	}()
@@ -72,6 +76,9 @@ func (e *Engine[T]) runUntilPanic(w *worker[T], arg T) (panicked bool) {
 		return false
 	}
 	where = inHandler
+	if e.timed {
+		e.finished(w, true)
+	}
 	e.handlePanic(v, stack)
 	where = returned
 	return true
@@ -87,6 +94,9 @@ func (e *Engine[T]) runTasks(w *worker[T], arg T) (v any, stack []byte, ok bool)
 			stack = debug.Stack()
 		}
 	}()
+	if e.timed {
+		return e.runObserved(w, arg)
+	}
 	for {
 		e.cfg.Run(arg)
 		var more bool
@@ -117,6 +127,7 @@ func (e *Engine[T]) next(w *worker[T], panicked bool) (T, bool) {
 	e.lock()
 	e.finish(panicked)
 	if arg, ok := e.take(); ok {
+		e.taken(w)
 		e.mu.Unlock()
 		return arg, true
 	}
@@ -124,6 +135,7 @@ func (e *Engine[T]) next(w *worker[T], panicked bool) (T, bool) {
 	if !leave {
 		e.linger()
 		if arg, ok := e.take(); ok {
+			e.taken(w)
 			s := e.passOn()
 			e.mu.Unlock()
 			e.launch(s)
@@ -164,7 +176,7 @@ func (e *Engine[T]) take() (T, bool) {
 // a sub-pool's worker (w nil), a stopped engine, a limit lowered below the workers alive, or
 // an idle timeout of 0. Callers hold e.mu.
 func (e *Engine[T]) leaving(w *worker[T]) bool {
-	return w == nil || e.stopped || e.workers > e.max ||
+	return w.transient() || e.stopped || e.workers > e.max ||
 		(e.cfg.IdleTimeout == 0 && e.workers > e.cfg.MinWorkers)
 }
 
@@ -219,7 +231,7 @@ func (e *Engine[T]) goexit(w *worker[T], panicked bool) {
 	e.lock()
 	e.finish(panicked)
 	starts := e.exit()
-	if w != nil && !e.stopped && e.workers < e.cfg.MinWorkers {
+	if !w.transient() && !e.stopped && e.workers < e.cfg.MinWorkers {
 		e.startParked()
 	}
 	e.mu.Unlock()

@@ -7,6 +7,7 @@ type launch[T any] struct {
 	w     *worker[T]
 	spawn bool
 	arg   T
+	since int64 // when arg was submitted, with an Observer: see observe.go
 }
 
 func (s launch[T]) starts() bool { return s.w != nil || s.spawn }
@@ -44,6 +45,9 @@ func (e *Engine[T]) route(arg T, bounded bool) (s launch[T], ok bool) {
 	full := bounded && e.cfg.QueueSize > 0 && e.queue.Len() >= e.cfg.QueueSize
 	if e.queue.Len() == 0 {
 		if e.waking == 0 && e.mayStart(arg) {
+			if e.timed {
+				e.handing = e.clock()
+			}
 			if s, ok = e.handOut(arg); ok {
 				e.accept()
 				return s, true
@@ -60,6 +64,9 @@ func (e *Engine[T]) route(arg T, bounded bool) (s launch[T], ok bool) {
 		}
 	}
 	e.queue.Push(arg)
+	if e.timed {
+		e.stamps.Push(e.clock())
+	}
 	e.accept()
 	return s, true
 }
@@ -70,7 +77,7 @@ func (e *Engine[T]) route(arg T, bounded bool) (s launch[T], ok bool) {
 // done with its own. Callers hold e.mu.
 func (e *Engine[T]) handOut(arg T) (launch[T], bool) {
 	if w := e.popIdle(); w != nil {
-		w.arg = arg
+		w.arg, w.since = arg, e.handing
 		e.waking++
 		e.running++
 		return launch[T]{w: w}, true
@@ -80,7 +87,7 @@ func (e *Engine[T]) handOut(arg T) (launch[T], bool) {
 		e.alive++
 		e.waking++
 		e.running++
-		return launch[T]{spawn: true, arg: arg}, true
+		return launch[T]{spawn: true, arg: arg, since: e.handing}, true
 	}
 	return launch[T]{}, false
 }
@@ -91,6 +98,9 @@ func (e *Engine[T]) startNext() launch[T] {
 	arg, ok := e.queue.Peek()
 	if !ok || !e.mayStart(arg) {
 		return launch[T]{}
+	}
+	if e.timed {
+		e.handing, _ = e.stamps.Peek()
 	}
 	s, ok := e.handOut(arg)
 	if ok {
@@ -143,10 +153,12 @@ func (e *Engine[T]) launch(s launch[T]) {
 		s.w.wake <- struct{}{} // buffered, never blocks: a parked worker's wake is empty
 	case s.spawn:
 		if e.cfg.Start != nil {
-			e.cfg.Start(s.arg)
+			e.cfg.Start(s.arg, s.since)
 			return
 		}
-		go e.serve(e.newWorker(), s.arg)
+		w := e.newWorker()
+		w.since = s.since
+		go e.serve(w, s.arg)
 	}
 }
 

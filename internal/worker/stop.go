@@ -105,6 +105,7 @@ func (e *Engine[T]) checkExited() {
 		case <-e.exited:
 		default:
 			e.queue.Free()
+			e.stamps.Free()
 			close(e.exited)
 			if e.cfg.Exited != nil {
 				e.cfg.Exited()

@@ -93,8 +93,14 @@ func putWaiter[T any](w *waiter[T]) {
 func (e *Engine[T]) dequeue() (T, bool) {
 	arg, ok := e.queue.Pop()
 	if ok {
+		if e.timed {
+			e.handing, _ = e.stamps.Pop()
+		}
 		if b := e.blocked.pop(); b != nil {
 			e.queue.Push(b.arg)
+			if e.timed {
+				e.stamps.Push(e.clock())
+			}
 			e.accept()
 			b.decide(Accepted)
 		}

@@ -1,0 +1,166 @@
+// Package histogram records durations into exponential buckets from many goroutines at once.
+//
+// The buckets are those of a Prometheus native histogram of schema 3: eight per power of two,
+// bucket k holding the values in (2^((k-1)/8), 2^(k/8)] seconds. Recorded durations range from
+// 2^-20 s (about 0.95 µs) to 2^12 s (about 68 minutes); shorter ones count in the first bucket,
+// which starts at 0, and longer ones in the last, which ends at +Inf. Because the boundaries
+// are powers of two, exporters hand the counts on as native buckets without rebinning.
+//
+// Recording is one atomic add on a bucket and one on the sum, in one of several
+// shards padded to their own cache lines, picked from the recording goroutine's stack
+// address: workers of one pool each keep to a shard of their own (most of the time), so they
+// do not fight over one cache line as they would over a single array of counters. Snapshot
+// adds the shards up while recording goes on; every count it reads only ever grows, so no
+// count goes backwards between two snapshots.
+package histogram
+
+import (
+	"math"
+	"math/bits"
+	"runtime"
+	"sync/atomic"
+	"time"
+	"unsafe"
+)
+
+// Schema is the Prometheus native histogram schema of the buckets: 2^Schema buckets per power
+// of two.
+const Schema = 3
+
+const (
+	perOctave = 1 << Schema
+	// MinIndex and MaxIndex are the native bucket indexes of the first and last finite upper
+	// boundaries: 2^(MinIndex/8) = 2^-20 s and 2^(MaxIndex/8) = 2^12 s.
+	MinIndex = -20 * perOctave
+	MaxIndex = 12 * perOctave
+	// N is the number of buckets: one per finite boundary, plus the one above the last.
+	N = MaxIndex - MinIndex + 2
+)
+
+// limits[i] is the upper boundary of bucket i in nanoseconds, rounded down, so that an integer
+// number of nanoseconds v belongs to bucket i or below exactly when v <= limits[i]. The last
+// bucket has no limit.
+var limits [N - 1]int64
+
+// bounds are the boundaries in seconds as Snapshot reports them: 0, then one upper boundary per
+// bucket, the last +Inf.
+var bounds [N + 1]float64
+
+func init() {
+	bounds[0] = 0
+	for i := range limits {
+		s := UpperBound(i)
+		bounds[i+1] = s
+		limits[i] = int64(math.Floor(s * 1e9))
+	}
+	bounds[N] = math.Inf(1)
+}
+
+// UpperBound returns the upper boundary of bucket i in seconds: 2^((MinIndex+i)/8), or +Inf
+// for the last bucket.
+func UpperBound(i int) float64 {
+	if i >= N-1 {
+		return math.Inf(1)
+	}
+	return math.Exp2(float64(MinIndex+i) / perOctave)
+}
+
+// Bounds returns the boundaries in seconds, len N+1: 0, the finite upper boundaries, +Inf.
+// The caller may keep and change the slice.
+func Bounds() []float64 {
+	b := bounds
+	return b[:]
+}
+
+// Index returns the bucket of a duration: the least i with d <= the upper boundary of bucket
+// i. A negative d counts as 0.
+func Index(d time.Duration) int {
+	v := int64(d)
+	if v <= limits[0] {
+		return 0
+	}
+	if v > limits[N-2] {
+		return N - 1
+	}
+	// A binary search: eight compares over a table that stays in cache. Deriving the index
+	// from bits.Len64 would still need a correction step, since a nanosecond is not a power
+	// of two of a second.
+	lo, hi := 1, N-2 // limits[lo-1] < v <= limits[hi]
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if v <= limits[m] {
+			hi = m
+		} else {
+			lo = m + 1
+		}
+	}
+	return lo
+}
+
+// shard is one set of counters. Its size is a multiple of 128 bytes (two cache lines on most
+// machines, which some prefetchers pair), and pad keeps the next shard's counts off its last
+// line.
+type shard struct {
+	counts [N]atomic.Uint64
+	sum    atomic.Uint64 // nanoseconds
+	_      [128 - (N*8+8)%128]byte
+}
+
+// Histogram records durations; see the package doc. The zero value is not usable: build one
+// with New. A Histogram is safe for concurrent use.
+type Histogram struct {
+	shards []shard
+	mask   uintptr
+}
+
+// New returns an empty histogram. It has four shards per processor (a power of two, at
+// least eight and at most 64), so that goroutines running at the same time rarely share one.
+func New() *Histogram {
+	n := 8
+	for n < 4*runtime.GOMAXPROCS(0) && n < 64 {
+		n *= 2
+	}
+	return &Histogram{shards: make([]shard, n), mask: uintptr(n - 1)}
+}
+
+// Record counts d. It allocates nothing and takes no lock.
+func (h *Histogram) Record(d time.Duration) {
+	var here byte
+	// A goroutine's stack is at least 8 KiB and aligned to its size, so the address of a local
+	// divided by 8 KiB tells goroutines apart; multiplying scatters neighbouring stacks over
+	// the shards. A goroutine whose stack moves, or two that share a shard, cost only sharing.
+	p := uintptr(unsafe.Pointer(&here)) >> 13
+	s := &h.shards[(p*0x9E3779B97F4A7C15>>(bits.UintSize-8))&h.mask]
+	if d < 0 {
+		d = 0
+	}
+	s.counts[Index(d)].Add(1)
+	s.sum.Add(uint64(d))
+}
+
+// Snapshot is a histogram's state at one moment: Counts[i] durations fell in bucket i,
+// that is in (Bounds()[i], Bounds()[i+1]], and Sum is their total.
+type Snapshot struct {
+	Counts [N]uint64
+	Count  uint64
+	Sum    time.Duration
+}
+
+// Snapshot adds up the shards into s. It may run while others record: each count it reads
+// is at least what an earlier Snapshot read, and Count is the sum of Counts. Sum is read
+// apart from the counts, so it may include or miss a duration being recorded at that moment.
+func (h *Histogram) Snapshot(s *Snapshot) {
+	*s = Snapshot{}
+	var sum uint64
+	for i := range h.shards {
+		sh := &h.shards[i]
+		for j := range sh.counts {
+			s.Counts[j] += sh.counts[j].Load()
+		}
+		sum += sh.sum.Load()
+	}
+	for _, c := range s.Counts {
+		s.Count += c
+	}
+	s.Sum = time.Duration(sum)
+}

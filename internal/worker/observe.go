@@ -1,0 +1,118 @@
+package worker
+
+import (
+	"time"
+
+	"github.com/crewgo/crew/internal/queue"
+)
+
+// Observing tasks: with Config.Observer set, the engine measures how long each task waited
+// between its submit and its start, and how long it ran, and tells the Observer on the worker
+// with no lock held.
+//
+// The submit time of each queued task waits in stamps, a queue of clock readings pushed and
+// popped in lockstep with the task queue (route and dequeue), so the task values stay as they
+// are and a typed pool still allocates nothing per task. A task handed straight to a worker
+// was submitted at the handing (route). Whoever takes a task from the queue leaves its stamp
+// in handing, under the lock, and the start hands it to the worker that runs the task: in
+// w.since for a parked or new worker (handOut, launch), through Config.Start for a sub-pool's
+// worker, and through taken for a worker that takes its next task itself. Without an
+// Observer, none of this happens: timed is false, stamps stays empty, and the worker loop is
+// the plain one.
+
+// Observer is told of each task's start and end. Its methods run on the worker, with no lock
+// of the engine held; a method that panics unwinds into the worker's recovery as a task's
+// panic would, so implementations recover their own panics.
+type Observer[T any] interface {
+	// Started is called before arg runs, with the time since its submit. false means the
+	// task is not observed: Finished will not be called for it.
+	Started(arg T, wait time.Duration) bool
+	// Finished is called after an observed task returned, panicked (before the panic
+	// handler runs) or called runtime.Goexit.
+	Finished(wait, run time.Duration, panicked bool)
+	// Discarded is called for a task removed from the queue unrun by an overflow policy,
+	// with the time it waited.
+	Discarded(wait time.Duration)
+}
+
+// timing is the engine's part of observing, all guarded by e.mu but epoch.
+type timing struct {
+	timed   bool
+	epoch   time.Time // clock readings are durations since it, so the monotonic clock is used
+	stamps  queue.Queue[int64]
+	handing int64 // the submit time of the task being started: see the comment above
+}
+
+// observed is a worker's part: the task it is about to run or is running.
+type observed struct {
+	since     int64 // the submit time of the task it was handed
+	start     int64 // when that task started
+	observing bool  // Started said yes and Finished has not been called
+	subWorker bool  // a worker made by Serve: it never parks and is never reused
+}
+
+// transient reports whether w is a worker that must not park: a sub-pool's (Serve), which is
+// nil when the engine does not observe.
+func (w *worker[T]) transient() bool { return w == nil || w.subWorker }
+
+// subWorker returns the worker Serve runs as: nil without an Observer, since it needs no
+// spot, or a spot of its own to carry the submit times of its tasks.
+func (e *Engine[T]) subWorker(since int64) *worker[T] {
+	if !e.timed {
+		return nil
+	}
+	return &worker[T]{observed: observed{since: since, subWorker: true}}
+}
+
+// clock returns the current time as a stamp. Callers hold e.mu or are on a worker.
+func (e *Engine[T]) clock() int64 { return int64(e.cfg.Now().Sub(e.epoch)) }
+
+// taken hands the submit time of a task a worker took from the queue to the worker.
+// Callers hold e.mu.
+func (e *Engine[T]) taken(w *worker[T]) {
+	if e.timed {
+		w.since = e.handing
+	}
+}
+
+// runObserved is runTasks for an engine with an Observer.
+func (e *Engine[T]) runObserved(w *worker[T], arg T) (v any, stack []byte, ok bool) {
+	for {
+		e.started(w, arg)
+		e.cfg.Run(arg)
+		e.finished(w, false)
+		var more bool
+		if arg, more = e.next(w, false); !more {
+			return nil, nil, true
+		}
+	}
+}
+
+// started tells the Observer that w starts the task it was handed.
+func (e *Engine[T]) started(w *worker[T], arg T) {
+	now := e.clock()
+	w.start = now
+	w.observing = e.cfg.Observer.Started(arg, time.Duration(max(0, now-w.since)))
+}
+
+// finished tells the Observer that w's task ended, unless it was not observed or the
+// Observer was told already (a Goexit in Finished itself).
+func (e *Engine[T]) finished(w *worker[T], panicked bool) {
+	if !w.observing {
+		return
+	}
+	w.observing = false
+	e.cfg.Observer.Finished(time.Duration(max(0, w.start-w.since)),
+		time.Duration(max(0, e.clock()-w.start)), panicked)
+}
+
+// discarded tells the Observer that a task was removed from the queue unrun, by an overflow
+// policy that drops it. since is its submit time: the stamp dequeue left in e.handing when it
+// removed the task. Callers hold no lock.
+//
+//lint:ignore U1000 the one call site for overflow policies that drop queued tasks
+func (e *Engine[T]) discarded(since int64) {
+	if e.timed {
+		e.cfg.Observer.Discarded(time.Duration(max(0, e.clock()-since)))
+	}
+}
