@@ -186,10 +186,10 @@ func (o *observer[T]) histograms(s *Stats) {
 	s.WaitTime = snapshot(o.wait)
 }
 
-func snapshot(h *histogram.Histogram) Histogram {
+func snapshot(h *histogram.Histogram) *Histogram {
 	var s histogram.Snapshot
 	h.Snapshot(&s)
-	return Histogram{
+	return &Histogram{
 		Buckets: histogram.Bounds(),
 		Counts:  append([]uint64(nil), s.Counts[:]...),
 		Count:   s.Count,

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -549,7 +548,7 @@ func TestSecondStopIsNoop(t *testing.T) {
 		p.Stop()
 		stopped := p.Stats()
 		p.Stop()
-		if s := p.Stats(); !reflect.DeepEqual(s, stopped) {
+		if s := p.Stats(); s != stopped {
 			t.Fatalf("Stats after the second Stop = %+v, after the first %+v", s, stopped)
 		}
 		if err := p.submit(func() { t.Error("task ran after Stop") }); !errors.Is(err, crew.ErrStopped) {
@@ -563,7 +562,7 @@ func TestSecondStopIsNoop(t *testing.T) {
 		if err := p.Shutdown(context.Background()); err != nil {
 			t.Fatalf("Shutdown after StopAndWait = %v", err)
 		}
-		if s := p.Stats(); !reflect.DeepEqual(s, done) {
+		if s := p.Stats(); s != done {
 			t.Fatalf("Stats after a second StopAndWait, Stop and Shutdown = %+v, after the first StopAndWait %+v", s, done)
 		}
 		if got := ran.Load(); got != queued || done.Completed != queued+1 {

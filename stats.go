@@ -31,13 +31,14 @@ type Stats struct {
 	// while they waited for room or before they were made. The task was never accepted.
 	Canceled uint64
 	// WaitTime and RunTime are, under [WithLatencyHistograms], the times tasks waited from
-	// their submit to their start and the times they ran; zero without that option. WaitTime
+	// their submit to their start and the times they ran; nil without that option, so Stats
+	// stays comparable with ==. WaitTime
 	// counts every task that started, RunTime every task that finished (returned, panicked
 	// or called runtime.Goexit). They are read just after the counters above, without
 	// stopping the workers, so they may count a task that started or finished since; their
 	// counts never go backwards between two snapshots, and WaitTime.Count is never less than
 	// RunTime.Count.
-	WaitTime, RunTime Histogram
+	WaitTime, RunTime *Histogram
 }
 
 func statsOf(c worker.Counters) Stats {

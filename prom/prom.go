@@ -166,8 +166,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.tasksPanicked, s.Panicked)
 	counter(c.tasksRejected, s.Rejected)
 	counter(c.tasksCanceled, s.Canceled)
-	if s.WaitTime.Buckets != nil {
-		ch <- histogramMetric(c.waitSeconds, s.WaitTime)
-		ch <- histogramMetric(c.runSeconds, s.RunTime)
+	if s.WaitTime != nil {
+		ch <- histogramMetric(c.waitSeconds, *s.WaitTime)
+		ch <- histogramMetric(c.runSeconds, *s.RunTime)
 	}
 }
