@@ -113,3 +113,29 @@ func BenchmarkForEach(b *testing.B) {
 	}
 	checkRan(b, &ran, b.N)
 }
+
+// BenchmarkMapSeq measures a range over MapSeq and MapSeqUnordered of b.N values.
+func BenchmarkMapSeq(b *testing.B) {
+	for _, m := range seqModes {
+		b.Run("order="+m.name, func(b *testing.B) {
+			b.ReportAllocs()
+			p := crew.New(8)
+			defer p.StopAndWait()
+			var ran atomic.Int64
+			sum := 0
+			for v, err := range m.mapSeq(context.Background(), p, countTo(b.N), func(_ context.Context, v int) (int, error) {
+				ran.Add(1)
+				return v, nil
+			}) {
+				if err != nil {
+					b.Fatal(err)
+				}
+				sum += v
+			}
+			if sum != b.N*(b.N-1)/2 {
+				b.Fatal("a result is missing")
+			}
+			checkRan(b, &ran, b.N)
+		})
+	}
+}
