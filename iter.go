@@ -29,7 +29,7 @@ func ForEach[T any](ctx context.Context, p *Pool, in iter.Seq[T], fn func(contex
 			cut = true
 			break
 		}
-		g.submit(&eachTask[T]{g: g, slots: slots, fn: fn, v: v})
+		g.submit(&eachTask[T]{g: g, slots: slots, fn: fn, v: v}, 0)
 	}
 	err := g.Wait()
 	if err == nil && cut {
@@ -47,7 +47,7 @@ type eachTask[T any] struct {
 
 func (t *eachTask[T]) run() {
 	defer func() { <-t.slots }()
-	t.g.guard(func(ctx context.Context) error { return t.fn(ctx, t.v) })
+	t.g.guard(0, func(ctx context.Context) error { return t.fn(ctx, t.v) })
 }
 
 // Map calls fn on p for each element of in and returns the results in the order of in. Like
