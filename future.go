@@ -95,20 +95,24 @@ func (f *Future[R]) finish(v R, err error) {
 	ch, outs := f.ch, f.outs
 	f.outs = nil
 	f.mu.Unlock()
-	f.wg.Done() // first, so that Wait returns at once for whoever learns that f is done
-	if ch != nil {
-		close(ch)
-	}
+	// The ranges over Completed hear first: whoever learns from Wait or Done that f is done,
+	// and then completes another future, completes it after f in their order.
 	for _, out := range outs {
 		out <- f // never blocks: each range's channel has room for all its futures
+	}
+	f.wg.Done()
+	if ch != nil {
+		close(ch)
 	}
 }
 
 // Completed returns a sequence of the futures fs in the order they complete: the loop body
-// receives each future once its function has returned, so Wait on it returns at once. The
-// futures that have already completed when a range starts come first, in the order of fs. A
-// range waits for the next future to complete, as Wait would; one that never completes keeps
-// the range waiting. A future given twice is yielded twice.
+// receives each future once its function has returned, so Wait on it does not wait for the
+// function. A future completes before its Wait returns and its Done channel is closed, so one
+// completed by a function that waited for another future comes after that future. The futures
+// that have already completed when a range starts come first, in the order of fs. A range
+// waits for the next future to complete, as Wait would; one that never completes keeps the
+// range waiting. A future given twice is yielded twice.
 //
 // Breaking out of the loop leaves nothing behind: no goroutine is started, and the futures not
 // yet yielded forget the range. Each range yields every future of fs again; ranges may run at

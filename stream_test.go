@@ -880,16 +880,35 @@ func TestMapSeqRangesRunConcurrentlyAndAgain(t *testing.T) {
 	})
 }
 
+// panicCase is a call that must panic with the message wantPanic.
+type panicCase struct {
+	name      string
+	call      func()
+	wantPanic string
+}
+
+// checkPanics runs each case as a subtest that fails unless its call panics with exactly its
+// message.
+func checkPanics(t *testing.T, cases []panicCase) {
+	t.Helper()
+	for _, tt := range cases {
+		t.Run(tt.name, func(t *testing.T) {
+			defer func() {
+				if got := recover(); got != tt.wantPanic {
+					t.Fatalf("panic = %v, want %q", got, tt.wantPanic)
+				}
+			}()
+			tt.call()
+		})
+	}
+}
+
 func TestMapSeqPanicsOnNilArguments(t *testing.T) {
 	p := crew.New(1)
 	defer p.StopAndWait()
 	ctx := context.Background()
 	in, fn := countTo(1), identity
-	tests := []struct {
-		name      string
-		call      func()
-		wantPanic string
-	}{
+	checkPanics(t, []panicCase{
 		//lint:ignore SA1012 a nil context is the bad input under test
 		{"MapSeq nil ctx", func() { crew.MapSeq(nil, p, in, fn) }, "crew: MapSeq: ctx must not be nil"},
 		{"MapSeq nil p", func() { crew.MapSeq(ctx, nil, in, fn) }, "crew: MapSeq: p must not be nil"},
@@ -900,17 +919,7 @@ func TestMapSeqPanicsOnNilArguments(t *testing.T) {
 		{"MapSeqUnordered nil p", func() { crew.MapSeqUnordered(ctx, nil, in, fn) }, "crew: MapSeqUnordered: p must not be nil"},
 		{"MapSeqUnordered nil in", func() { crew.MapSeqUnordered(ctx, p, nil, fn) }, "crew: MapSeqUnordered: in must not be nil"},
 		{"MapSeqUnordered nil fn", func() { crew.MapSeqUnordered[int, int](ctx, p, in, nil) }, "crew: MapSeqUnordered: fn must not be nil"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			defer func() {
-				if got := recover(); got != tt.wantPanic {
-					t.Fatalf("panic = %v, want %q", got, tt.wantPanic)
-				}
-			}()
-			tt.call()
-		})
-	}
+	})
 }
 
 func TestMapSeqAllocatesNothingPerValue(t *testing.T) {
