@@ -19,7 +19,10 @@ import (
 // loop body use bounded memory. in runs on the goroutine that ranges, between two results: a
 // result that is ready while in is busy producing the next value is yielded once in has
 // produced it (or ended). The calls never wait for the loop body: their results are kept, at
-// most W of them, until the body takes them.
+// most W of them, until the body takes them. Since results wait for the ones before them, a
+// slow call holds back the pulling: while it runs, the results after it that are ready stay
+// held and fewer calls run. [MapSeqUnordered], or a pool with a higher limit, keeps more calls
+// busy.
 //
 // The first call to fail, in time, stops the pulling and cancels the context the calls
 // receive (derived from ctx; its [context.Cause] is that error). The sequence then yields the
