@@ -2,8 +2,12 @@ package crew_test
 
 import (
 	"context"
+	"fmt"
+	"runtime"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/crewgo/crew"
 )
@@ -112,4 +116,102 @@ func BenchmarkForEach(b *testing.B) {
 		b.Fatal(err)
 	}
 	checkRan(b, &ran, b.N)
+}
+
+// BenchmarkMapSeq measures a range over MapSeq and MapSeqUnordered of b.N values.
+func BenchmarkMapSeq(b *testing.B) {
+	for _, m := range seqModes {
+		b.Run("order="+m.name, func(b *testing.B) {
+			b.ReportAllocs()
+			p := crew.New(8)
+			defer p.StopAndWait()
+			var ran atomic.Int64
+			sum := 0
+			for v, err := range m.mapSeq(context.Background(), p, countTo(b.N), func(_ context.Context, v int) (int, error) {
+				ran.Add(1)
+				return v, nil
+			}) {
+				if err != nil {
+					b.Fatal(err)
+				}
+				sum += v
+			}
+			if sum != b.N*(b.N-1)/2 {
+				b.Fatal("a result is missing")
+			}
+			checkRan(b, &ran, b.N)
+		})
+	}
+}
+
+// spin computes for about d: a loop of xorshift steps whose count is calibrated once, on the
+// fastest of several timed runs, so that a loaded machine slows the work down rather than
+// shortening it.
+func spin(d time.Duration) {
+	if d == 0 {
+		return
+	}
+	x := uint64(d) | 1
+	for range int64(d) * stepsPerMicro() / int64(time.Microsecond) {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+	}
+	spinSink.Add(x) // so that the loop is not optimized away
+}
+
+var spinSink atomic.Uint64
+
+// stepsPerMicro is how many of spin's steps take a microsecond.
+var stepsPerMicro = sync.OnceValue(func() int64 {
+	const steps = 1 << 20
+	best := time.Duration(1<<63 - 1)
+	for range 7 {
+		start := time.Now()
+		x := uint64(1)
+		for range steps {
+			x ^= x << 13
+			x ^= x >> 7
+			x ^= x << 17
+		}
+		spinSink.Add(x)
+		best = min(best, time.Since(start))
+	}
+	return max(1, steps*int64(time.Microsecond)/int64(best))
+})
+
+// BenchmarkBatch measures ForEach per value for values that each take 0, 100 ns, 1 µs, 3 µs
+// and 10 µs of computing, handed over one by one (batch=1) or in batches made by Batch, on a pool
+// of GOMAXPROCS workers: where batching stops paying is the crossover Batch's doc gives.
+func BenchmarkBatch(b *testing.B) {
+	for _, work := range []time.Duration{0, 100 * time.Nanosecond, time.Microsecond, 3 * time.Microsecond, 10 * time.Microsecond} {
+		for _, size := range []int{1, 8, 64} {
+			b.Run(fmt.Sprintf("work=%v/batch=%d", work, size), func(b *testing.B) {
+				b.ReportAllocs()
+				p := crew.New(runtime.GOMAXPROCS(0))
+				defer p.StopAndWait()
+				var ran atomic.Int64
+				var err error
+				if size == 1 {
+					err = crew.ForEach(context.Background(), p, countTo(b.N), func(context.Context, int) error {
+						spin(work)
+						ran.Add(1)
+						return nil
+					})
+				} else {
+					err = crew.ForEach(context.Background(), p, crew.Batch(countTo(b.N), size), func(_ context.Context, vs []int) error {
+						for range vs {
+							spin(work)
+						}
+						ran.Add(int64(len(vs)))
+						return nil
+					})
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+				checkRan(b, &ran, b.N)
+			})
+		}
+	}
 }

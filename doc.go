@@ -19,10 +19,14 @@
 //
 // # Results and groups
 //
-// [Go] runs a function returning a value and gives a [Future]. [Pool.Group] runs functions
-// that return errors and cancels their shared context at the first error. [NewResults]
-// collects values in submission order, and [Map] and [ForEach] apply a function to a slice or
-// an iterator on a pool.
+// [Go] runs a function returning a value and gives a [Future]; [Completed] ranges over
+// futures in the order they complete. [Pool.Group] runs functions that return errors and
+// cancels their shared context at the first error; [Pool.GroupAll] runs every one to the end
+// and joins every error; [Group.TryGo] never blocks. [NewResults] collects values in
+// submission order, and [Map] and [ForEach] apply a function to a slice or an iterator on a
+// pool. [MapSeq] and [MapSeqUnordered] turn an iterator into an iterator of results, in input
+// or completion order, pulling it lazily with bounded memory; [Batch] groups tiny values so
+// that each hand-off to a worker carries many.
 //
 // # Lifecycle
 //

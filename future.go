@@ -2,7 +2,10 @@ package crew
 
 import (
 	"errors"
+	"fmt"
+	"iter"
 	"runtime/debug"
+	"slices"
 	"sync"
 )
 
@@ -17,7 +20,8 @@ type Future[R any] struct {
 	wg   sync.WaitGroup // Wait blocks on it without allocating
 	mu   sync.Mutex
 	done bool
-	ch   chan struct{} // made on demand by Done
+	ch   chan struct{}       // made on demand by Done
+	outs []chan<- *Future[R] // ranges over Completed waiting for it, each sent f once
 }
 
 // closed is the channel Done returns for a future that finished before anyone asked for one.
@@ -88,12 +92,81 @@ func (f *Future[R]) finish(v R, err error) {
 	f.val, f.err, f.fn = v, err, nil
 	f.mu.Lock()
 	f.done = true
-	ch := f.ch
+	ch, outs := f.ch, f.outs
+	f.outs = nil
 	f.mu.Unlock()
+	// The ranges over Completed hear first: whoever learns from Wait or Done that f is done,
+	// and then completes another future, completes it after f in their order.
+	for _, out := range outs {
+		out <- f // never blocks: each range's channel has room for all its futures
+	}
+	f.wg.Done()
 	if ch != nil {
 		close(ch)
 	}
-	f.wg.Done()
+}
+
+// Completed returns a sequence of the futures fs in the order they complete: the loop body
+// receives each future once its function has returned, so Wait on it does not wait for the
+// function. A future completes before its Wait returns and its Done channel is closed, so one
+// completed by a function that waited for another future comes after that future. The futures
+// that have already completed when a range starts come first, in the order of fs. A range
+// waits for the next future to complete, as Wait would; one that never completes keeps the
+// range waiting. A future given twice is yielded twice.
+//
+// Breaking out of the loop leaves nothing behind: no goroutine is started, and the futures not
+// yet yielded forget the range. Each range yields every future of fs again; ranges may run at
+// the same time, also over the same futures. Completed panics, naming the index, if a future
+// is nil. It keeps its own copy of fs, so changing the slice afterwards does not change the
+// sequence.
+func Completed[R any](fs ...*Future[R]) iter.Seq[*Future[R]] {
+	for i, f := range fs {
+		if f == nil {
+			panic(fmt.Sprintf("crew: Completed: fs[%d] must not be nil", i))
+		}
+	}
+	fs = slices.Clone(fs)
+	return func(yield func(*Future[R]) bool) {
+		if len(fs) == 0 {
+			return
+		}
+		out := make(chan *Future[R], len(fs))
+		for _, f := range fs {
+			f.notify(out)
+		}
+		n := 0
+		defer func() {
+			if n < len(fs) { // the body stopped, or panicked: forget out
+				for _, f := range fs {
+					f.forget(out)
+				}
+			}
+		}()
+		for ; n < len(fs); n++ {
+			if !yield(<-out) {
+				return
+			}
+		}
+	}
+}
+
+// notify sends f on out once it has completed: now, if it has.
+func (f *Future[R]) notify(out chan<- *Future[R]) {
+	f.mu.Lock()
+	if !f.done {
+		f.outs = append(f.outs, out)
+		f.mu.Unlock()
+		return
+	}
+	f.mu.Unlock()
+	out <- f
+}
+
+// forget drops out from the channels f is to be sent on.
+func (f *Future[R]) forget(out chan<- *Future[R]) {
+	f.mu.Lock()
+	f.outs = slices.DeleteFunc(f.outs, func(o chan<- *Future[R]) bool { return o == out })
+	f.mu.Unlock()
 }
 
 // recovered turns what recover returned in a deferred function, after the function it guards

@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -189,4 +191,160 @@ func TestPanicErrorUnwrapReturnsNilForNonErrorValue(t *testing.T) {
 			t.Fatalf("errors.Unwrap of a panic with %T value = %v, want nil", v, u)
 		}
 	}
+}
+
+// gatedFutures returns n futures on p whose functions return their index once their gate is
+// closed, and the gates.
+func gatedFutures(p *crew.Pool, n int) ([]*crew.Future[int], []chan struct{}) {
+	fs := make([]*crew.Future[int], n)
+	gates := make([]chan struct{}, n)
+	for i := range fs {
+		gates[i] = make(chan struct{})
+		fs[i] = crew.Go(p, func() (int, error) { return i, within(gates[i], "the future's gate") })
+	}
+	return fs, gates
+}
+
+func TestCompletedYieldsFuturesInTheOrderTheyComplete(t *testing.T) {
+	t.Parallel()
+	p := crew.New(3)
+	defer p.StopAndWait()
+	fs, gates := gatedFutures(p, 3)
+	order := []int{2, 0, 1}
+	close(gates[order[0]])
+	var got []int
+	for f := range crew.Completed(fs...) {
+		v, err := f.Wait()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, v)
+		if len(got) < len(order) {
+			close(gates[order[len(got)]]) // the next one completes only now
+		}
+	}
+	if !slices.Equal(got, order) {
+		t.Fatalf("futures yielded in the order %v, want %v", got, order)
+	}
+}
+
+func TestCompletedYieldsTheFuturesAlreadyCompletedFirstInArgumentOrder(t *testing.T) {
+	t.Parallel()
+	p := crew.New(4)
+	defer p.StopAndWait()
+	fs, gates := gatedFutures(p, 4)
+	close(gates[3])
+	close(gates[1])
+	fs[3].Wait()
+	fs[1].Wait()
+	stopped := crew.New(1)
+	stopped.Stop()
+	refused := crew.Go(stopped, func() (int, error) { return -1, nil }) // completed at once
+	var got []int
+	for f := range crew.Completed(append(fs, refused)...) {
+		v, err := f.Wait()
+		if f == refused {
+			if !errors.Is(err, crew.ErrStopped) {
+				t.Fatalf("refused future's Wait = %v, want ErrStopped", err)
+			}
+			v = 4
+		}
+		got = append(got, v)
+		if len(got) == 3 {
+			close(gates[0])
+			fs[0].Wait()
+			close(gates[2])
+		}
+	}
+	if !slices.Equal(got, []int{1, 3, 4, 0, 2}) {
+		t.Fatalf("futures yielded in the order %v, want 1, 3, 4 (complete before the range), then 0 and 2", got)
+	}
+}
+
+// TestCompletedBreakLeavesNothingBehind: a range that stops early, or whose body panics, leaves
+// no goroutine (goleak checks) and does not keep the futures not yet yielded from completing
+// or from being yielded by a later range.
+func TestCompletedBreakLeavesNothingBehind(t *testing.T) {
+	t.Parallel()
+	p := crew.New(3)
+	defer p.StopAndWait()
+	fs, gates := gatedFutures(p, 3)
+	close(gates[0])
+	for f := range crew.Completed(fs...) {
+		if v, _ := f.Wait(); v != 0 {
+			t.Fatalf("first future yielded is %d, want 0", v)
+		}
+		break
+	}
+	func() {
+		defer func() {
+			if v := recover(); v != "body boom" {
+				t.Fatalf("recovered %v, want the body's panic", v)
+			}
+		}()
+		for range crew.Completed(fs...) {
+			panic("body boom")
+		}
+	}()
+	close(gates[1])
+	close(gates[2])
+	n := 0
+	for f := range crew.Completed(fs...) {
+		if _, err := f.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		n++
+	}
+	if n != 3 {
+		t.Fatalf("a later range yielded %d futures, want 3", n)
+	}
+}
+
+func TestCompletedRangesRunConcurrentlyOverTheSameFutures(t *testing.T) {
+	t.Parallel()
+	p := crew.New(4)
+	defer p.StopAndWait()
+	fs := make([]*crew.Future[int], 50)
+	for i := range fs {
+		fs[i] = crew.Go(p, func() (int, error) { return i, nil })
+	}
+	seq := crew.Completed(append(fs, fs[7])...) // fs[7] twice: yielded twice
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			seen := make([]int, len(fs))
+			for f := range seq {
+				v, _ := f.Wait()
+				seen[v]++
+			}
+			for i, n := range seen {
+				want := 1
+				if i == 7 {
+					want = 2
+				}
+				if n != want {
+					t.Errorf("future %d yielded %d times, want %d", i, n, want)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func TestCompletedOfNoFuturesYieldsNothing(t *testing.T) {
+	for range crew.Completed[int]() {
+		t.Fatal("yielded a future")
+	}
+}
+
+func TestCompletedPanicsOnNilFuture(t *testing.T) {
+	p := crew.New(1)
+	defer p.StopAndWait()
+	f := crew.Go(p, func() (int, error) { return 1, nil })
+	checkPanics(t, []panicCase{
+		{"second nil", func() { crew.Completed(f, nil) }, "crew: Completed: fs[1] must not be nil"},
+		{"first nil", func() { crew.Completed(nil, f) }, "crew: Completed: fs[0] must not be nil"},
+	})
 }

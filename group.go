@@ -1,13 +1,17 @@
 package crew
 
 import (
+	"cmp"
 	"context"
+	"errors"
+	"slices"
 	"sync"
 )
 
 // Group runs functions on a pool as one unit of work: the first error cancels the group's
 // context, and [Group.Wait] returns that error once every function has returned. Build one
-// with [Pool.Group].
+// with [Pool.Group], or with [Pool.GroupAll] for a group that runs every function to the end
+// and returns every error.
 //
 // A Group is safe for concurrent use. Many groups may share one pool, each with its own
 // context; a group on a sub-pool ([Pool.Sub]) runs at most the sub-pool's limit of functions
@@ -17,8 +21,17 @@ type Group struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	wg     sync.WaitGroup
+	all    bool // made by GroupAll: errors are collected and cancel nothing
 
-	mu  sync.Mutex
+	mu   sync.Mutex
+	err  error
+	seq  uint64     // GroupAll: the number of the last Go or TryGo call that took effect
+	errs []seqError // GroupAll: every error, with the number of the call it belongs to
+}
+
+// seqError is an error of a GroupAll group and the number of the Go call it belongs to.
+type seqError struct {
+	seq uint64
 	err error
 }
 
@@ -27,6 +40,17 @@ type Group struct {
 // when Wait returns.
 func (p *Pool) Group(ctx context.Context) (*Group, context.Context) {
 	g := new(Group)
+	return g, g.init(p, ctx)
+}
+
+// GroupAll returns a new group that runs every function to the end, whatever the others
+// return, and the context they receive: derived from ctx, it is canceled when Wait returns or
+// when ctx ends, never by a function's error. [Group.Wait] returns [errors.Join] of every
+// error (the functions' errors and panics, and the refusals of [Group.Go]) in the order the
+// Go calls took effect, or nil if there was none. Go, TryGo and Wait otherwise behave as for
+// a group made by [Pool.Group].
+func (p *Pool) GroupAll(ctx context.Context) (*Group, context.Context) {
+	g := &Group{all: true}
 	return g, g.init(p, ctx)
 }
 
@@ -44,38 +68,92 @@ func (g *Group) init(p *Pool, ctx context.Context) context.Context {
 // never runs and the refusal ([ErrStopped], [ErrQueueFull]) counts as the group's error, as
 // does [ErrNilTask] for a nil fn. A panic in fn is the group's error as a [*PanicError].
 //
+// A function that calls Go on its own pool while the pool's bounded queue is full blocks, as
+// Submit would, until a worker frees room; if every worker does so at once, none is left to
+// free room and they all wait forever. Work that a task adds to its own pool should go
+// through [Group.TryGo] (and run on the calling task when refused), a pool with an unbounded
+// queue, or a sub-pool ([Pool.Sub]), whose queue is unbounded unless it is given a bound.
+//
 // Go after Wait has returned still runs fn, with the canceled context; a later Wait waits for
-// it. Go allocates one small task per call (BenchmarkGroupGo).
+// it. Go allocates one small task per call.
 func (g *Group) Go(fn func(ctx context.Context) error) {
+	seq := g.number()
 	if fn == nil {
-		g.fail(ErrNilTask)
+		g.fail(seq, ErrNilTask)
 		return
 	}
-	g.submit(&groupTask{g: g, fn: fn})
+	g.submit(&groupTask{g: g, fn: fn, seq: seq}, seq)
 }
 
-// submit runs t on the group's pool, counting it until it is done.
-func (g *Group) submit(t task) {
+// TryGo runs fn as [Group.Go] does if the group's pool accepts it without blocking, and
+// reports whether it did. It never blocks, so a function of the group may call it on its own
+// pool. It returns false when the pool's bounded queue is full, the pool is stopped, or fn is
+// nil; fn then never runs, and the refusal is not the group's error: the group, its context
+// and what Wait returns are as if TryGo had not been called. A function that TryGo accepted
+// runs as one accepted by Go: its error or panic is the group's.
+func (g *Group) TryGo(fn func(ctx context.Context) error) bool {
+	if fn == nil {
+		return false
+	}
+	g.wg.Add(1)
+	if g.p.core.submit(&groupTask{g: g, fn: fn, seq: g.number()}, false) != nil {
+		g.wg.Done()
+		return false
+	}
+	return true
+}
+
+// number numbers a Go or TryGo call of a GroupAll group, in the order the calls take effect;
+// other groups need no numbers and get 0.
+func (g *Group) number() uint64 {
+	if !g.all {
+		return 0
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.seq++
+	return g.seq
+}
+
+// submit runs t, whose Go call is numbered seq, on the group's pool, counting it until it is
+// done.
+func (g *Group) submit(t task, seq uint64) {
 	g.wg.Add(1)
 	if err := g.p.core.submit(t, true); err != nil {
-		g.fail(err)
+		g.fail(seq, err)
 		g.wg.Done()
 	}
 }
 
 // Wait blocks until every function started by Go has returned, cancels the group's context,
-// and returns the first error (nil if there was none). The return of every function
-// synchronizes before the return of Wait.
+// and returns the first error (nil if there was none); for a group made by [Pool.GroupAll],
+// every error, joined. The return of every function synchronizes before the return of Wait.
 func (g *Group) Wait() error {
 	g.wg.Wait()
 	g.cancel(nil)
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if g.all {
+		slices.SortStableFunc(g.errs, func(a, b seqError) int { return cmp.Compare(a.seq, b.seq) })
+		errs := make([]error, len(g.errs))
+		for i, e := range g.errs {
+			errs[i] = e.err
+		}
+		return errors.Join(errs...)
+	}
 	return g.err
 }
 
-// fail records err if it is the group's first, and cancels the group's context.
-func (g *Group) fail(err error) {
+// fail records err, the error of the Go call numbered seq: in a GroupAll group, beside the
+// others; in another group, as the group's error if it is the first, canceling the group's
+// context.
+func (g *Group) fail(seq uint64, err error) {
+	if g.all {
+		g.mu.Lock()
+		g.errs = append(g.errs, seqError{seq, err})
+		g.mu.Unlock()
+		return
+	}
 	g.mu.Lock()
 	if g.err == nil {
 		g.err = err
@@ -84,29 +162,31 @@ func (g *Group) fail(err error) {
 	g.cancel(err)
 }
 
-// guard runs fn with the group's context and reports its error, or the panic or Goexit that
-// kept it from returning, as the group's; then it counts the function as done.
-func (g *Group) guard(fn func(context.Context) error) {
+// guard runs fn, of the Go call numbered seq, with the group's context and reports its error,
+// or the panic or Goexit that kept it from returning, as the group's; then it counts the
+// function as done.
+func (g *Group) guard(seq uint64, fn func(context.Context) error) {
 	returned := false
 	defer func() {
 		if !returned {
-			g.fail(recovered(recover()))
+			g.fail(seq, recovered(recover()))
 		}
 		g.wg.Done()
 	}()
 	err := fn(g.ctx)
 	returned = true
 	if err != nil {
-		g.fail(err)
+		g.fail(seq, err)
 	}
 }
 
 type groupTask struct {
-	g  *Group
-	fn func(context.Context) error
+	g   *Group
+	fn  func(context.Context) error
+	seq uint64
 }
 
-func (t *groupTask) run() { t.g.guard(t.fn) }
+func (t *groupTask) run() { t.g.guard(t.seq, t.fn) }
 
 // Results runs functions that return values on a pool and gives the values back in the order
 // the functions were submitted, whatever order they finish in. Like [Group], the first error
@@ -138,10 +218,10 @@ func (r *Results[R]) Go(fn func(ctx context.Context) (R, error)) {
 	r.tasks = append(r.tasks, t)
 	r.mu.Unlock()
 	if fn == nil {
-		r.g.fail(ErrNilTask)
+		r.g.fail(0, ErrNilTask)
 		return
 	}
-	r.g.submit(t)
+	r.g.submit(t, 0)
 }
 
 // Wait blocks until every function has returned, cancels the shared context, and returns
@@ -166,7 +246,7 @@ type resultTask[R any] struct {
 }
 
 func (t *resultTask[R]) run() {
-	t.g.guard(func(ctx context.Context) error {
+	t.g.guard(0, func(ctx context.Context) error {
 		v, err := t.fn(ctx)
 		if err == nil {
 			t.val = v

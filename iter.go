@@ -2,6 +2,7 @@ package crew
 
 import (
 	"context"
+	"fmt"
 	"iter"
 )
 
@@ -29,7 +30,7 @@ func ForEach[T any](ctx context.Context, p *Pool, in iter.Seq[T], fn func(contex
 			cut = true
 			break
 		}
-		g.submit(&eachTask[T]{g: g, slots: slots, fn: fn, v: v})
+		g.submit(&eachTask[T]{g: g, slots: slots, fn: fn, v: v}, 0)
 	}
 	err := g.Wait()
 	if err == nil && cut {
@@ -47,7 +48,7 @@ type eachTask[T any] struct {
 
 func (t *eachTask[T]) run() {
 	defer func() { <-t.slots }()
-	t.g.guard(func(ctx context.Context) error { return t.fn(ctx, t.v) })
+	t.g.guard(0, func(ctx context.Context) error { return t.fn(ctx, t.v) })
 }
 
 // Map calls fn on p for each element of in and returns the results in the order of in. Like
@@ -74,4 +75,46 @@ func Map[T, R any](ctx context.Context, p *Pool, in []T, fn func(context.Context
 		return err
 	})
 	return out, err
+}
+
+// Batch returns a sequence of the values of in grouped in slices of n, in order; the last
+// slice holds what is left and may be shorter. Each slice is new, so a loop body or a task may
+// keep it.
+//
+// Handing each value of a sequence to [ForEach], [MapSeq] or [MapSeqUnordered] costs a
+// hand-off between goroutines per value: a fraction of a microsecond, more on a busy machine.
+// For functions that take less than about 2 µs per value, that cost is a large part of the
+// time, and handing over batches (a function that loops over its slice) spreads it over the
+// batch: with batches of 64, values that take no time at all go through in a twentieth of the
+// time, values of 1 µs in about half. From a few microseconds per value on, batching gains
+// nothing measurable and makes the load less even, as each batch runs on one worker.
+//
+// Batch pulls in lazily: a batch is yielded as soon as it is full, so with a limit of W calls
+// in flight, at most W+1 batches' worth of values are held. For a slice, slices.Chunk gives
+// the same batches without copying. Batch panics if in is nil or n is less than 1.
+func Batch[T any](in iter.Seq[T], n int) iter.Seq[[]T] {
+	if in == nil {
+		panic("crew: Batch: in must not be nil")
+	}
+	if n < 1 {
+		panic(fmt.Sprintf("crew: Batch: n must be >= 1, got %d", n))
+	}
+	return func(yield func([]T) bool) {
+		var batch []T
+		for v := range in {
+			if batch == nil {
+				batch = make([]T, 0, n)
+			}
+			batch = append(batch, v)
+			if len(batch) == n {
+				if !yield(batch) {
+					return
+				}
+				batch = nil
+			}
+		}
+		if len(batch) > 0 {
+			yield(batch)
+		}
+	}
 }

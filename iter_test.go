@@ -445,3 +445,59 @@ func TestMapAllocatesResultSliceAndOneTaskPerElement(t *testing.T) {
 		t.Fatalf("Map allocates %.2f times per element, want 1 (the task)", perElement)
 	}
 }
+
+func TestBatchYieldsNewSlicesOfNInOrderAndTheRestLast(t *testing.T) {
+	t.Parallel()
+	var got [][]int
+	for b := range crew.Batch(countTo(10), 4) {
+		got = append(got, b) // kept: each slice is new
+	}
+	want := [][]int{{0, 1, 2, 3}, {4, 5, 6, 7}, {8, 9}}
+	if !slices.EqualFunc(got, want, slices.Equal) {
+		t.Fatalf("batches %v, want %v", got, want)
+	}
+	for range crew.Batch(countTo(0), 4) {
+		t.Fatal("an empty sequence yielded a batch")
+	}
+}
+
+// TestBatchPullsLazilyAndStopsWithTheLoop: the first batch is yielded after n values, and
+// breaking out pulls nothing more.
+func TestBatchPullsLazilyAndStopsWithTheLoop(t *testing.T) {
+	t.Parallel()
+	var pulled atomic.Int64
+	for b := range crew.Batch(count(-1, &pulled), 3) {
+		if len(b) != 3 || pulled.Load() != 3 {
+			t.Fatalf("first batch %v after pulling %d values, want 3 of 3", b, pulled.Load())
+		}
+		break
+	}
+	if n := pulled.Load(); n != 3 {
+		t.Fatalf("pulled %d values, want 3", n)
+	}
+}
+
+func TestBatchFeedsForEachEveryValueOnce(t *testing.T) {
+	t.Parallel()
+	p := crew.New(4)
+	defer p.StopAndWait()
+	runs := make([]atomic.Int32, 1000)
+	err := crew.ForEach(context.Background(), p, crew.Batch(countTo(len(runs)), 64), func(_ context.Context, b []int) error {
+		for _, v := range b {
+			runs[v].Add(1)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ranOnce(t, runs)
+}
+
+func TestBatchPanicsOnBadArguments(t *testing.T) {
+	checkPanics(t, []panicCase{
+		{"nil in", func() { crew.Batch[int](nil, 2) }, "crew: Batch: in must not be nil"},
+		{"n 0", func() { crew.Batch(countTo(1), 0) }, "crew: Batch: n must be >= 1, got 0"},
+		{"n -2", func() { crew.Batch(countTo(1), -2) }, "crew: Batch: n must be >= 1, got -2"},
+	})
+}

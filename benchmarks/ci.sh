@@ -21,7 +21,7 @@ go test -short -run '^$' -bench . -benchtime 1x -benchmem ./suites
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
 go run ./cmd/crewbench -short -full -count 1 -out "$out" >/dev/null
-for s in pond ultrapool itogami taskq pools; do
+for s in pond ultrapool itogami taskq pools streams; do
 	test -s "$out/$s.svg" && test -s "$out/$s.md" || { echo "benchmarks: crewbench wrote no $s chart or table" >&2; exit 1; }
 done
 echo "benchmarks: ok"

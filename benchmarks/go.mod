@@ -9,6 +9,7 @@ require (
 	github.com/alitto/pond/v2 v2.7.1
 	github.com/bytedance/gopkg v0.1.4
 	github.com/crewgo/crew v0.0.0
+	github.com/destel/rill v0.7.0
 	github.com/gammazero/workerpool v1.3.0
 	github.com/panjf2000/ants/v2 v2.12.1
 	github.com/sourcegraph/conc v0.3.0

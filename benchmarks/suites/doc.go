@@ -8,7 +8,8 @@
 // groups it. Every one counts the tasks that ran with an atomic and fails unless exactly as
 // many ran as were submitted: a count, not a check of each task (see tally).
 //
-// Five suites, each with the parameters its authors published:
+// Five suites rerun what peers published, each with the parameters its authors gave, and a
+// sixth is crew's own:
 //
 //   - BenchmarkPond (alitto/pond): users submitting tasks to a pool of 200,000 workers, pool
 //     creation counted, tasks time.Sleep(10ms) and rand.Float64().
@@ -18,6 +19,12 @@
 //   - BenchmarkTaskQ (antonmashko/taskq): b.N tasks on NumCPU workers: a small JSON
 //     unmarshal, a 50ms sleep then the unmarshal, and sleeps of 1µs, 50µs, 1ms and 50ms.
 //   - BenchmarkPools (johnsiilver/pools): 10,000 ECDSA P-256 key generations on NumCPU workers.
+//   - BenchmarkStreams (crew's own): a sequence mapped on a bounded number of goroutines, its
+//     results consumed in order or as they finish, by crew's MapSeq and MapSeqUnordered, rill,
+//     conc's stream and errgroup with a results slice; named
+//     BenchmarkStreams/items=<workload>/order=<order>/pool=<contender>, its contenders its own
+//     rather than package contenders' Runners. It checks every result (each in order, or their
+//     count and sum) and reports peak-pending, the most values pulled and not yet consumed.
 //
 // With -short every task count and worker count shrinks (CI runs each benchmark once that
 // way) but the check of the count of tasks that ran stays.

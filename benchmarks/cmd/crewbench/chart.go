@@ -15,13 +15,15 @@ import (
 	"github.com/crewgo/crew/benchmarks/contenders"
 )
 
-// palette gives each contender its own colour, in the order of contenders.All (see colour);
+// palette gives each contender its own colour, in the order of contenderNames (see colour):
+// contenders.All, then the suites' own contenders, then one for a name that none of them has.
 // crew's two entries are the strongest.
 var palette = []color.RGBA{
 	{0xd6, 0x27, 0x28, 0xff}, {0xff, 0x98, 0x96, 0xff}, {0x1f, 0x77, 0xb4, 0xff}, {0xae, 0xc7, 0xe8, 0xff},
 	{0x2c, 0xa0, 0x2c, 0xff}, {0x98, 0xdf, 0x8a, 0xff}, {0x94, 0x67, 0xbd, 0xff}, {0x8c, 0x56, 0x4b, 0xff},
 	{0xe3, 0x77, 0xc2, 0xff}, {0xbc, 0xbd, 0x22, 0xff}, {0x7f, 0x7f, 0x7f, 0xff}, {0x17, 0xbe, 0xcf, 0xff},
-	{0x9e, 0xda, 0xe5, 0xff}, {0x26, 0x26, 0x26, 0xff}, {0xc4, 0x9c, 0x94, 0xff},
+	{0x9e, 0xda, 0xe5, 0xff}, {0x26, 0x26, 0x26, 0xff}, {0xc4, 0x9c, 0x94, 0xff}, {0xff, 0x7f, 0x0e, 0xff},
+	{0xc5, 0xb0, 0xd5, 0xff},
 }
 
 // chart writes an SVG grouped bar chart to path: one group per scenario, one bar per
@@ -111,10 +113,10 @@ func (sr *suiteResult) bars(name string) plotter.Values {
 }
 
 // colour is the colour of the contender called name: the palette's entry at its place in
-// contenders.All, whichever contenders a chart shows. A name that contenders.All lacks, which
-// parseFlags lets no chart show, takes the palette's last entry.
+// contenderNames, whichever contenders a chart shows. A name that contenderNames lacks (from
+// an older raw file) takes the palette's last entry.
 func colour(name string) color.RGBA {
-	i := slices.IndexFunc(contenders.All, func(c contenders.Contender) bool { return c.Name == name })
+	i := slices.Index(contenderNames(), name)
 	if i < 0 || i >= len(palette) {
 		i = len(palette) - 1
 	}

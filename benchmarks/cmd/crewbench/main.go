@@ -1,5 +1,6 @@
-// Command crewbench runs the suites of package suites on crew, its peers and the baselines,
-// and reports how each contender compares with crew.
+// Command crewbench runs the suites of package suites on crew, its peers and the baselines
+// (a suite may have contenders of its own, as the streams suite has), and reports how each
+// contender compares with crew.
 //
 // Run from the benchmarks module:
 //
@@ -73,8 +74,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		fmt.Fprintf(fs.Output(), `Usage: go run ./cmd/crewbench [flags]
 
 Runs the published suites of pond, ultrapool, itogami, TaskQ and johnsiilver/pools on crew, its
-peers and the baselines, and prints one markdown table per suite with each contender's time as
-a multiple of crew's. Without -full it runs a quick selection.
+peers and the baselines, and crew's streaming maps against rill, conc's stream and errgroup,
+and prints one markdown table per suite with each contender's time as a multiple of crew's.
+Without -full it runs a quick selection.
 
 Flags:
 `)
@@ -115,7 +117,7 @@ Flags:
 	if len(names) == 0 {
 		names = known
 	}
-	for _, name := range known { // keep the order of contenders.All
+	for _, name := range known { // keep the order of contenderNames
 		if name == contenders.Reference || slices.Contains(names, name) {
 			o.contenders = append(o.contenders, name)
 		}
@@ -141,7 +143,38 @@ func suiteNames() []string {
 	return names
 }
 
+// contenderNames are the names -contenders knows: contenders.All's, then those of the suites
+// that have contenders of their own.
 func contenderNames() []string {
+	names := allNames()
+	for _, s := range suites {
+		for _, name := range s.contenders {
+			if !slices.Contains(names, name) {
+				names = append(names, name)
+			}
+		}
+	}
+	return names
+}
+
+// contendersOf are the contenders chosen in o, in o's order, that suite s runs: those of
+// contenders.All, or the suite's own.
+func (o options) contendersOf(s suite) []string {
+	own := s.contenders
+	if own == nil {
+		own = allNames()
+	}
+	var names []string
+	for _, name := range o.contenders {
+		if slices.Contains(own, name) {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
+// allNames are the names of contenders.All.
+func allNames() []string {
 	var names []string
 	for _, c := range contenders.All {
 		names = append(names, c.Name)

@@ -22,6 +22,7 @@ const confidence = 0.95
 // cell is one contender in one scenario: its samples and their summaries.
 type cell struct {
 	time, bytes, allocs []float64
+	metric              []float64 // the suite's own metric (suite.metric), if it has one
 }
 
 // scenario is one row group of a suite: e.g. "1u-1Mt/randfloat".
@@ -97,6 +98,9 @@ func analyze(raw []byte, o options) (*report, error) {
 		}
 		if v, ok := res.Value("allocs/op"); ok {
 			c.allocs = append(c.allocs, v)
+		}
+		if v, ok := res.Value(sr.suite.metric); ok && sr.suite.metric != "" {
+			c.metric = append(c.metric, v)
 		}
 	}
 	if err := r.Err(); err != nil {
@@ -212,7 +216,7 @@ func commandLine(o options) string {
 		}
 		args = append(args, "-suite "+strings.Join(names, ","))
 	}
-	if len(o.contenders) != len(contenders.All) {
+	if len(o.contenders) != len(contenderNames()) {
 		args = append(args, "-contenders "+strings.Join(o.contenders, ","))
 	}
 	if o.scenarios != "" {
@@ -274,7 +278,7 @@ func (rep *report) markdown() string {
 	b.WriteString(rep.header())
 	for _, sr := range rep.suites {
 		if len(sr.scenarios) > 0 {
-			b.WriteString(sr.markdown(rep.opts.contenders))
+			b.WriteString(sr.markdown(rep.opts.contendersOf(sr.suite)))
 		}
 	}
 	return b.String()
@@ -285,7 +289,11 @@ func (rep *report) markdown() string {
 func (sr *suiteResult) markdown(names []string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "## %s: %s\n\n", sr.suite.name, sr.suite.title)
-	fmt.Fprintf(&b, "%s Workload published by its authors at <%s>.\n\n", upperFirst(sr.suite.about), sr.suite.source)
+	if sr.suite.source != "" {
+		fmt.Fprintf(&b, "%s Workload published by its authors at <%s>.\n\n", upperFirst(sr.suite.about), sr.suite.source)
+	} else {
+		fmt.Fprintf(&b, "%s crew's own workload.\n\n", upperFirst(sr.suite.about))
+	}
 
 	b.WriteString("Time as a multiple of crew's:\n\n| scenario |")
 	var present []string
@@ -315,7 +323,12 @@ func (sr *suiteResult) markdown(names []string) string {
 	b.WriteString(sr.floorTable(present))
 
 	b.WriteString("\n<details><summary>Time, memory and allocations per contender</summary>\n\n")
-	b.WriteString("| scenario | contender | n | time/op | range | B/op | allocs/op | × crew |\n|---|---|--:|--:|--:|--:|--:|--:|\n")
+	metric, metricAlign := "", ""
+	if m := sr.suite.metric; m != "" {
+		metric, metricAlign = " "+m+" |", "--:|"
+	}
+	fmt.Fprintf(&b, "| scenario | contender | n | time/op | range | B/op | allocs/op |%s × crew |\n|---|---|--:|--:|--:|--:|--:|%s--:|\n",
+		metric, metricAlign)
 	for _, sc := range sr.scenarios {
 		for _, n := range present {
 			c := sc.cells[n]
@@ -326,6 +339,13 @@ func (sr *suiteResult) markdown(names []string) string {
 			x := ""
 			if r, sig, ok := sc.ratio(n); ok {
 				x = fmtRatio(r, sig || n == contenders.Reference)
+			}
+			if metric != "" {
+				m := "–"
+				if len(c.metric) > 0 {
+					m = fmtCount(summary(c.metric).Center)
+				}
+				x = m + " | " + x
 			}
 			fmt.Fprintf(&b, "| %s | %s | %d | %s | %s | %s | %s | %s |\n", sc.name, n, len(c.time), fmtTime(t.Center),
 				spread(c.time), fmtCount(summary(c.bytes).Center), fmtCount(summary(c.allocs).Center), x)
@@ -439,11 +459,11 @@ func (rep *report) write(dir string, md string) error {
 			continue
 		}
 		page := fmt.Sprintf("# %s\n\n%s![%s](%s.svg)\n\n%s", sr.suite.title, rep.header(), sr.suite.title, sr.suite.name,
-			sr.markdown(rep.opts.contenders))
+			sr.markdown(rep.opts.contendersOf(sr.suite)))
 		if err := os.WriteFile(filepath.Join(dir, sr.suite.name+".md"), []byte(page), 0o644); err != nil {
 			return err
 		}
-		if err := sr.chart(filepath.Join(dir, sr.suite.name+".svg"), rep.opts.contenders, rep.machine); err != nil {
+		if err := sr.chart(filepath.Join(dir, sr.suite.name+".svg"), rep.opts.contendersOf(sr.suite), rep.machine); err != nil {
 			return fmt.Errorf("chart of %s: %w", sr.suite.name, err)
 		}
 	}

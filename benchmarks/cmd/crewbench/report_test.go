@@ -2,8 +2,10 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -245,4 +247,41 @@ func TestRangeColumnIsSpreadOverMedian(t *testing.T) {
 	if got := spread([]float64{0, 0}); got != "–" {
 		t.Errorf("spread of zeros = %q, want –", got)
 	}
+}
+
+// TestSuiteWithItsOwnContendersPlansAndReportsThemWithItsMetric checks the streams suite, whose
+// contenders are not contenders.All: -contenders knows them, a pass runs exactly them, and its
+// details table has a column for the metric its benchmarks report.
+func TestSuiteWithItsOwnContendersPlansAndReportsThemWithItsMetric(t *testing.T) {
+	o, err := parseFlags([]string{"-suite", "taskq,streams", "-contenders", "rill,ants,conc"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var planned []string
+	for _, j := range plan(o) {
+		planned = append(planned, j.suite.name+":"+j.contender)
+	}
+	want := []string{"taskq:crew", "taskq:ants", "taskq:conc", "streams:crew", "streams:conc", "streams:rill"}
+	if !slices.Equal(planned, want) {
+		t.Fatalf("plan = %q, want %q", planned, want)
+	}
+	o.in = "raw.txt"
+	const bench = "BenchmarkStreams/items=1M-tiny/order=ordered"
+	var raw strings.Builder
+	for _, c := range []struct {
+		name         string
+		ns, pendings float64
+	}{{"crew", 100, 2}, {"rill", 150, 5}, {"conc", 300, 5}} {
+		fmt.Fprintf(&raw, "goos: linux\ngoarch: amd64\ncpu: test\n%s/pool=%s-2 \t1\t%g ns/op\t%g peak-pending\t64 B/op\t1 allocs/op\n",
+			bench, c.name, c.ns, c.pendings)
+	}
+	md := tablesOf(t, []byte(raw.String()), o)
+	checkContains(t, md,
+		"## streams: ",
+		"crew's own workload.",
+		"| scenario | crew | conc | rill |",
+		"| 1M-tiny/ordered | 1.00 | 3.00 | 1.50 |",
+		"| allocs/op | peak-pending | × crew |",
+		"| 1M-tiny/ordered | rill | 1 | 150.0ns | 0% | 64 | 1 | 5 | 1.50 |",
+	)
 }

@@ -83,7 +83,7 @@ func run(o options) error {
 	total := len(jobs) * o.count
 	done := 0
 	for pass := range o.count {
-		for _, j := range rotate(jobs, pass, len(o.contenders)) {
+		for _, j := range rotate(jobs, pass) {
 			elapsed := time.Since(start)
 			eta := ""
 			if done > 0 {
@@ -151,7 +151,8 @@ func copyRaw(raw []byte, in, path string) error {
 	return os.WriteFile(path, raw, 0o644)
 }
 
-// plan lists the jobs of one pass, suite by suite, contenders in o's order.
+// plan lists the jobs of one pass, suite by suite, each suite's contenders in o's order (see
+// contendersOf).
 func plan(o options) []job {
 	var jobs []job
 	for _, s := range o.suites {
@@ -165,7 +166,7 @@ func plan(o options) []job {
 		if filter == "" {
 			continue
 		}
-		for _, c := range o.contenders {
+		for _, c := range o.contendersOf(s) {
 			jobs = append(jobs, job{
 				suite:     s,
 				contender: c,
@@ -178,13 +179,18 @@ func plan(o options) []job {
 }
 
 // rotate returns a pass's order: within each suite, the contenders turned by pass places.
-func rotate(jobs []job, pass, perSuite int) []job {
+func rotate(jobs []job, pass int) []job {
 	out := make([]job, 0, len(jobs))
-	for i := 0; i < len(jobs); i += perSuite {
-		group := jobs[i : i+perSuite]
-		k := pass % perSuite
+	for i := 0; i < len(jobs); {
+		end := i + 1
+		for end < len(jobs) && jobs[end].suite.name == jobs[i].suite.name {
+			end++
+		}
+		group := jobs[i:end]
+		k := pass % len(group)
 		out = append(out, group[k:]...)
 		out = append(out, group[:k]...)
+		i = end
 	}
 	return out
 }

@@ -7,7 +7,14 @@ type suite struct {
 	bench  string // the benchmark function
 	title  string // a table's heading
 	about  string // one sentence on the workload
-	source string // the README that published the workload and its authors' figures
+	source string // the README that published the workload and its authors' figures; empty for crew's own
+
+	// contenders are the names at the suite's pool= level, for a suite whose contenders are
+	// not contenders.All; nil means contenders.All.
+	contenders []string
+	// metric is a unit the suite's benchmarks report besides time and memory (b.ReportMetric),
+	// shown as a column of the details table; empty for none.
+	metric string
 
 	// quick is the quick run's filter of the two levels between the function and the
 	// contender, in -test.bench's slash-separated form ("./." keeps all); empty means the quick
@@ -17,7 +24,7 @@ type suite struct {
 	quickTime, fullTime string
 }
 
-// suites are the five suites in the order they are reported.
+// suites are the six suites in the order they are reported.
 var suites = []suite{
 	{
 		name: "pond", bench: "BenchmarkPond",
@@ -53,5 +60,13 @@ var suites = []suite{
 		about:  "10,000 ECDSA P-256 key generations per iteration on NumCPU workers.",
 		source: "https://github.com/johnsiilver/pools/tree/main/goroutines",
 		quick:  "./.", quickTime: "1x", fullTime: "1x",
+	},
+	{
+		name: "streams", bench: "BenchmarkStreams",
+		title:      "streaming maps",
+		about:      "a sequence mapped on a bounded number of goroutines, its results consumed on one goroutine in input order (ordered) or as they finish (unordered): 1,000,000 values of a few nanoseconds on GOMAXPROCS workers, and 10,000 values sleeping 25 to 75 µs on 16 workers; time is per whole sequence. crew's MapSeq and MapSeqUnordered against rill's OrderedMap and Map, conc's stream (ordered in both) and errgroup with a results slice; peak-pending is the most values pulled and not yet consumed.",
+		contenders: []string{"crew", "rill", "conc", "errgroup"},
+		metric:     "peak-pending",
+		quick:      "./.", quickTime: "1x", fullTime: "5x",
 	},
 }

@@ -1,0 +1,388 @@
+package crew
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"sync"
+
+	"github.com/crewgo/crew/internal/worker"
+)
+
+// MapSeq returns a sequence that calls fn on p for each value of in and yields the results in
+// the order of in: fn(x) is yielded, with a nil error, as soon as it and every call for an
+// earlier value have returned and the loop body has taken the results before it.
+//
+// Pulling is lazy, and bounded by W, p's limit (its MaxWorkers) when a range over the sequence
+// starts: at most W values are pulled from in and not yet yielded, so an endless in and a slow
+// loop body use bounded memory. in runs on the goroutine that ranges, between two results: a
+// result that is ready while in is busy producing the next value is yielded once in has
+// produced it (or ended). The calls never wait for the loop body: their results are kept, at
+// most W of them, until the body takes them. Since results wait for the ones before them, a
+// slow call holds back the pulling: while it runs, the results after it that are ready stay
+// held and fewer calls run. [MapSeqUnordered], or a pool with a higher limit, keeps more calls
+// busy.
+//
+// The first call to fail, in time, stops the pulling and cancels the context the calls
+// receive (derived from ctx; its [context.Cause] is that error). The sequence then yields the
+// results that come before the first failure in the order of in, yields that failure once
+// with the zero R, and ends. A panic in fn is a failure, yielded as a [*PanicError], as is a
+// runtime.Goexit; neither reaches the pool's panic handler. A call that fails only because an
+// earlier failure canceled its context (its error matches [context.Canceled]) does not hide
+// that failure: the failure that canceled the context is yielded in its place. A refusal by p
+// mid-range ([ErrStopped] once p is stopped, [ErrQueueFull] from a full queue under
+// [WithNonBlocking]) is the failure of the value that p refused.
+//
+// If ctx has ended when a range starts, the sequence yields (zero, ctx.Err()) once and ends;
+// otherwise, if p is stopped, (zero, [ErrStopped]) once; in is not pulled. If ctx ends during
+// the range, pulling stops, the results of the calls already made are yielded as above, and
+// (zero, ctx.Err()) is yielded last if none of them failed. Waiting for room in a full bounded
+// queue gives up when ctx ends or a call fails.
+//
+// Breaking out of the loop, a panic in the loop body or in in, and a runtime.Goexit in either,
+// cancel the calls' context and wait for the calls in flight: when the range statement ends,
+// however it ends, no call started by it is still running. A panic goes on unwinding from the
+// range statement once the calls have returned. Calls already made run to the end; fn should
+// watch its context to return early.
+//
+// Each range over the sequence pulls in anew and calls fn again; ranges may run at the same
+// time, each with its own calls, context and limit. The calls of a range need free workers of
+// p: a range from inside a task of p waits for them like [Pool.Wait] would, and never ends if
+// every worker is taken by such a range. The return of each call synchronizes before the loop
+// body receives its result. MapSeq panics if ctx, p, in or fn is nil.
+//
+// Once W values are in flight, a range allocates nothing per value: it reuses W small task
+// holders.
+func MapSeq[T, R any](ctx context.Context, p *Pool, in iter.Seq[T], fn func(context.Context, T) (R, error)) iter.Seq2[R, error] {
+	checkSeqArgs("MapSeq", ctx, p, in == nil, fn == nil)
+	return func(yield func(R, error) bool) { rangeSeq(ctx, p, in, fn, true, yield) }
+}
+
+// MapSeqUnordered is [MapSeq] in completion order: it yields each result as soon as its call
+// has returned and the loop body has taken the results of the calls that returned before it.
+// Every promise of MapSeq holds, with "before in the order of in" read as "before in time":
+// the failure yielded is the first call to fail, after the results of the calls that returned
+// before it. The limit W bounds the values pulled and not yet yielded in the same way, and a
+// call that returns early never waits behind a slow one.
+func MapSeqUnordered[T, R any](ctx context.Context, p *Pool, in iter.Seq[T], fn func(context.Context, T) (R, error)) iter.Seq2[R, error] {
+	checkSeqArgs("MapSeqUnordered", ctx, p, in == nil, fn == nil)
+	return func(yield func(R, error) bool) { rangeSeq(ctx, p, in, fn, false, yield) }
+}
+
+// checkSeqArgs panics, naming the call, if an argument of MapSeq or MapSeqUnordered is nil.
+func checkSeqArgs(call string, ctx context.Context, p *Pool, nilIn, nilFn bool) {
+	switch {
+	case ctx == nil:
+		panic(fmt.Sprintf("crew: %s: ctx must not be nil", call))
+	case p == nil:
+		panic(fmt.Sprintf("crew: %s: p must not be nil", call))
+	case nilIn:
+		panic(fmt.Sprintf("crew: %s: in must not be nil", call))
+	case nilFn:
+		panic(fmt.Sprintf("crew: %s: fn must not be nil", call))
+	}
+}
+
+// rangeSeq is one range over a MapSeq or MapSeqUnordered sequence.
+//
+// in is pulled by a plain range loop on the ranging goroutine (a push loop) rather than from
+// a goroutine of its own: in then runs only while the loop asks for a value, so breaking out,
+// or a panic in the body, stops it where it stands, and nothing has to interrupt an in that is
+// blocked. iter.Pull would keep that property at the cost of a coroutine switch per value.
+// The bound of W values pulled and not yet yielded holds because a value is handed back to in
+// only once fewer than W are held (see push).
+func rangeSeq[T, R any](ctx context.Context, p *Pool, in iter.Seq[T], fn func(context.Context, T) (R, error),
+	ordered bool, yield func(R, error) bool) {
+	var zero R
+	if err := ctx.Err(); err != nil {
+		yield(zero, err)
+		return
+	}
+	if p.stopped() {
+		yield(zero, ErrStopped)
+		return
+	}
+	s := &seqRun[T, R]{parent: ctx, p: p, fn: fn, ordered: ordered, limit: max(p.Stats().MaxWorkers, 1)}
+	s.ctx, s.cancel = context.WithCancelCause(ctx)
+	s.wake = make(chan struct{}, 1)
+	defer s.finish()
+	for v := range in {
+		if !s.push(v, yield) {
+			break
+		}
+	}
+	s.drain(yield)
+}
+
+// stopped reports whether p no longer accepts tasks: it was stopped, or its context ended.
+func (p *Pool) stopped() bool {
+	if p.core.ctxDone != nil {
+		select {
+		case <-p.core.ctxDone:
+			return true
+		default:
+		}
+	}
+	return p.core.e.Stopped()
+}
+
+// seqRun is the state of one range over a MapSeq or MapSeqUnordered sequence.
+type seqRun[T, R any] struct {
+	parent  context.Context
+	ctx     context.Context // the calls' context
+	cancel  context.CancelCauseFunc
+	p       *Pool
+	fn      func(context.Context, T) (R, error)
+	ordered bool
+	limit   int // W
+
+	// Shared with the calls, under mu.
+	mu       sync.Mutex
+	finished []*seqTask[T, R] // calls returned since the ranging goroutine last looked
+	sleeping bool             // the ranging goroutine waits on wake for a call to return
+	first    error            // the failure that canceled ctx, if a call's did
+	wake     chan struct{}
+
+	// Owned by the ranging goroutine.
+	spare   []*seqTask[T, R] // finished's other buffer (see collect)
+	free    []*seqTask[T, R] // holders to reuse
+	order   taskRing[T, R]   // MapSeq: the held values, in the order of in
+	held    int              // values pulled and not yet yielded or dropped, at most limit
+	running int              // values handed to p whose return has not been collected
+	ended   bool             // a failure was yielded or the body stopped: yield nothing more
+	cut     bool             // pulling stopped before in ended
+}
+
+// seqTask holds one value and its result. It is the task p runs, so a value costs no
+// allocation once the range has as many holders as it can hold values.
+type seqTask[T, R any] struct {
+	s    *seqRun[T, R]
+	v    T
+	r    R
+	err  error
+	done bool // MapSeq: its return has been collected
+}
+
+func (t *seqTask[T, R]) run() {
+	s := t.s
+	returned := false
+	defer func() {
+		if !returned {
+			t.r, t.err = *new(R), recovered(recover())
+			s.fail(t.err)
+		}
+		s.returned(t)
+	}()
+	t.r, t.err = s.fn(s.ctx, t.v)
+	returned = true
+	if t.err != nil {
+		t.r = *new(R)
+		s.fail(t.err)
+	}
+}
+
+// fail records err as the failure that canceled the calls' context, if it is the first and
+// the context was live, and cancels the context.
+func (s *seqRun[T, R]) fail(err error) {
+	s.mu.Lock()
+	if s.first == nil && s.ctx.Err() == nil {
+		s.first = err
+	}
+	s.mu.Unlock()
+	s.cancel(err)
+}
+
+// returned hands t back to the ranging goroutine. It never blocks: wake has room for the one
+// signal a sleeping ranging goroutine waits for. t is not touched after it is handed back.
+func (s *seqRun[T, R]) returned(t *seqTask[T, R]) {
+	s.mu.Lock()
+	s.finished = append(s.finished, t)
+	wake := s.sleeping
+	s.sleeping = false
+	s.mu.Unlock()
+	if wake {
+		s.wake <- struct{}{}
+	}
+}
+
+// collect returns the tasks that returned since the last collect, waiting for one if there
+// are none and block is set. The slice is valid until the next collect: the two buffers take
+// turns, so that collecting allocates nothing.
+func (s *seqRun[T, R]) collect(block bool) []*seqTask[T, R] {
+	s.mu.Lock()
+	for block && len(s.finished) == 0 {
+		s.sleeping = true
+		s.mu.Unlock()
+		<-s.wake
+		s.mu.Lock()
+	}
+	got := s.finished
+	s.finished = s.spare[:0]
+	s.mu.Unlock()
+	s.spare = got
+	s.running -= len(got)
+	return got
+}
+
+// push hands v to p and yields the results that are ready; before it lets in produce another
+// value, it waits until fewer than W values are held. It reports whether to go on pulling.
+func (s *seqRun[T, R]) push(v T, yield func(R, error) bool) bool {
+	if s.ctx.Err() != nil { // a call failed or ctx ended: pull no more
+		s.cut = true
+		return false
+	}
+	t := s.take()
+	t.v = v
+	s.held++
+	if s.ordered {
+		s.order.push(t, s.limit)
+	}
+	switch r := s.p.core.offer(t, true, s.ctx.Done()); r {
+	case worker.Accepted:
+		s.running++
+	case worker.Canceled:
+		// v was never handed over: drop it, as if in had not produced it.
+		s.held--
+		if s.ordered {
+			s.order.dropLast()
+		}
+		s.release(t)
+		s.cut = true
+		return false
+	default: // refused: the failure of v
+		t.err = s.p.core.result(r, nil)
+		s.fail(t.err)
+		s.running++
+		s.returned(t)
+	}
+	return s.deliver(yield, s.limit-1)
+}
+
+// drain yields what is left once in has ended or pulling has stopped, and then ctx.Err() if
+// ctx cut the sequence short.
+func (s *seqRun[T, R]) drain(yield func(R, error) bool) {
+	if s.ended || !s.deliver(yield, 0) {
+		return
+	}
+	if err := s.parent.Err(); s.cut && err != nil {
+		s.ended = true
+		yield(*new(R), err)
+	}
+}
+
+// finish cancels the calls' context and waits until every call handed to p has returned. It
+// runs however the range ends.
+func (s *seqRun[T, R]) finish() {
+	s.cancel(nil)
+	for s.running > 0 {
+		s.collect(true)
+	}
+}
+
+// deliver yields the results that may be yielded, waiting for calls to return until at most
+// target values are held. It reports false once the sequence has ended: a failure was yielded
+// or the loop body stopped.
+func (s *seqRun[T, R]) deliver(yield func(R, error) bool, target int) bool {
+	block := false
+	for {
+		got := s.collect(block)
+		if s.ordered {
+			for _, t := range got {
+				t.done = true
+			}
+			for s.held > 0 && s.order.first().done {
+				if !s.yieldTask(s.order.popFirst(), yield) {
+					return false
+				}
+			}
+		} else {
+			for _, t := range got {
+				if !s.yieldTask(t, yield) {
+					return false
+				}
+			}
+		}
+		if s.held <= target {
+			return true
+		}
+		block = true
+	}
+}
+
+// yieldTask yields t's result, or its failure, and frees t. It reports whether to go on.
+func (s *seqRun[T, R]) yieldTask(t *seqTask[T, R], yield func(R, error) bool) bool {
+	r, err := t.r, t.err
+	s.held--
+	s.release(t)
+	if err != nil {
+		s.ended = true
+		yield(*new(R), s.failure(err))
+		return false
+	}
+	if !yield(r, nil) {
+		s.ended = true
+		return false
+	}
+	return true
+}
+
+// failure is the error to yield for the failed value whose error is err (see MapSeq).
+func (s *seqRun[T, R]) failure(err error) error {
+	s.mu.Lock()
+	first := s.first
+	s.mu.Unlock()
+	if first != nil && (!s.ordered || errors.Is(err, context.Canceled)) {
+		return first
+	}
+	return err
+}
+
+// take returns a free holder, or a new one.
+func (s *seqRun[T, R]) take() *seqTask[T, R] {
+	if n := len(s.free); n > 0 {
+		t := s.free[n-1]
+		s.free = s.free[:n-1]
+		return t
+	}
+	return &seqTask[T, R]{s: s}
+}
+
+// release clears t, so that it keeps nothing alive, and keeps it for reuse.
+func (s *seqRun[T, R]) release(t *seqTask[T, R]) {
+	*t = seqTask[T, R]{s: s}
+	s.free = append(s.free, t)
+}
+
+// taskRing is a FIFO of holders that grows, up to a limit, as it fills.
+type taskRing[T, R any] struct {
+	buf     []*seqTask[T, R]
+	head, n int
+}
+
+func (q *taskRing[T, R]) push(t *seqTask[T, R], limit int) {
+	if q.n == len(q.buf) {
+		buf := make([]*seqTask[T, R], min(max(2*len(q.buf), 8), limit))
+		for i := range q.n {
+			buf[i] = q.buf[(q.head+i)%len(q.buf)]
+		}
+		q.buf, q.head = buf, 0
+	}
+	q.buf[(q.head+q.n)%len(q.buf)] = t
+	q.n++
+}
+
+func (q *taskRing[T, R]) first() *seqTask[T, R] { return q.buf[q.head] }
+
+func (q *taskRing[T, R]) popFirst() *seqTask[T, R] {
+	t := q.buf[q.head]
+	q.buf[q.head] = nil
+	q.head = (q.head + 1) % len(q.buf)
+	q.n--
+	return t
+}
+
+func (q *taskRing[T, R]) dropLast() {
+	q.n--
+	q.buf[(q.head+q.n)%len(q.buf)] = nil
+}
