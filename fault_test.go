@@ -196,7 +196,7 @@ func TestResizeToOneUnderFullLoadLosesNothingAndHoldsTheLimit(t *testing.T) {
 	const workers, queue, blocked = 8, 64, 16
 	p := crew.New(workers, crew.WithQueueSize(queue))
 	hold := make(chan struct{})
-	var running, high atomic.Int32
+	var running, high, started atomic.Int32
 	var resized atomic.Bool
 	runs := make([]atomic.Int32, workers+queue+blocked)
 	task := func(i int) func() {
@@ -208,6 +208,7 @@ func TestResizeToOneUnderFullLoadLosesNothingAndHoldsTheLimit(t *testing.T) {
 				}
 			}
 			runs[i].Add(1)
+			started.Add(1)
 			<-hold
 			running.Add(-1)
 		}
@@ -217,7 +218,11 @@ func TestResizeToOneUnderFullLoadLosesNothingAndHoldsTheLimit(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	awaitStats(t, p, "a full pool", func(s crew.Stats) bool { return s.Running == workers && s.Waiting == queue })
+	// Stats.Running counts a task from its start in the pool, before its first line runs: wait
+	// until the held tasks have counted themselves.
+	awaitStats(t, p, "a full pool", func(s crew.Stats) bool {
+		return s.Running == workers && s.Waiting == queue && started.Load() == workers
+	})
 	var subs sync.WaitGroup
 	for i := workers + queue; i < len(runs); i++ {
 		subs.Add(1)
