@@ -164,8 +164,15 @@ func keepSubWorker[T any](v T) bool {
 // task either runs exactly once or is returned (or failed) by StopNow, never both. It is safe
 // to call from a task and concurrently with any other method.
 func (p *Pool) StopNow() []func() {
+	// Take the backlog out before Stop, which would resume a paused pool and start it, and
+	// again after, for what was accepted in between.
+	out := p.takeOut(nil)
 	p.Stop()
-	var out []func()
+	return p.takeOut(out)
+}
+
+// takeOut appends p's queued plain tasks, and its sub-pools', to out; see StopNow.
+func (p *Pool) takeOut(out []func()) []func() {
 	if p.parent != nil {
 		// This pool's workers waiting in the parent's queue hold its oldest tasks.
 		for _, t := range p.parent.core.e.RemoveIf(func(t task) bool {
@@ -258,8 +265,9 @@ func (p *Pool) SetRateLimit(perSecond float64, burst int) { p.core.setRate(perSe
 // StopNow stops the pool as [Pool.StopNow] does and returns the arguments of the calls that
 // had not started, in the order they would have started; those calls never happen.
 func (p *FuncPool[T]) StopNow() []T {
+	out := p.core.e.Remove()
 	p.Stop()
-	return p.core.e.Remove()
+	return append(out, p.core.e.Remove()...)
 }
 
 // Pause stops calls from starting until Resume; see [Pool.Pause].
