@@ -16,14 +16,9 @@ func TestStopNowReturnsQueuedTasksInStartOrder(t *testing.T) {
 	p := crew.New(1)
 	release := holdWorkers(t, plainPool{p}, 1, 0)
 	var ran atomic.Int64
-	ids := make(map[*int]int)
-	var tasks []func()
+	var order []int
 	for i := range 5 {
-		k := new(int)
-		*k = i
-		ids[k] = i
-		f := func() { ran.Add(1); _ = k }
-		tasks = append(tasks, f)
+		f := func() { ran.Add(1); order = append(order, i) }
 		if err := p.Submit(f); err != nil {
 			t.Fatal(err)
 		}
@@ -44,6 +39,11 @@ func TestStopNowReturnsQueuedTasksInStartOrder(t *testing.T) {
 	}
 	if ran.Load() != 5 {
 		t.Fatalf("ran = %d, want only the 5 handed back, run by the test", ran.Load())
+	}
+	for i, v := range order {
+		if v != i {
+			t.Fatalf("handed back in order %v, want submission order", order)
+		}
 	}
 	s := p.Stats()
 	if s.Accepted != s.Completed+s.Panicked+uint64(s.Running+s.Waiting)+s.Discarded+crew.Removed(p) {
