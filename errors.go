@@ -16,6 +16,10 @@ var ErrStopped = errors.New("crew: pool is stopped")
 // [WithNonBlocking]. Nothing was accepted; the task never runs.
 var ErrQueueFull = errors.New("crew: queue is full")
 
+// ErrDiscarded is the error of a function of [Go], [Group], [Results], [Map] or [ForEach]
+// that was accepted and then dropped from the queue by [DiscardOldest]: it never ran.
+var ErrDiscarded = errors.New("crew: task discarded")
+
 // ErrNilTask is returned when the task given to a submit is nil. Nothing was accepted.
 var ErrNilTask = errors.New("crew: task is nil")
 

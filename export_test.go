@@ -13,3 +13,6 @@ func ReapIdle(p *Pool, now time.Time) int { return p.core.e.ReapIdle(now) }
 
 // BlockedSubmitters returns how many submitters wait for room in p's full queue.
 func BlockedSubmitters(p *Pool) int { return p.core.e.BlockedSubmitters() }
+
+// Removed returns how many accepted tasks of p were taken out unrun (by StopNow).
+func Removed(p *Pool) uint64 { return p.core.e.Counters().Removed }

@@ -179,3 +179,8 @@ func recovered(v any) error {
 	}
 	return &PanicError{Value: v, Stack: debug.Stack()}
 }
+
+func (f *Future[R]) abort(err error) bool {
+	f.finish(*new(R), err)
+	return true
+}

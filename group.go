@@ -188,6 +188,15 @@ type groupTask struct {
 
 func (t *groupTask) run() { t.g.guard(t.seq, t.fn) }
 
+func (t *groupTask) abort(err error) bool { return t.g.abort(t.seq, err) }
+
+// abort counts a function of the group that will never run as done, with err as its error.
+func (g *Group) abort(seq uint64, err error) bool {
+	g.fail(seq, err)
+	g.wg.Done()
+	return true
+}
+
 // Results runs functions that return values on a pool and gives the values back in the order
 // the functions were submitted, whatever order they finish in. Like [Group], the first error
 // cancels the shared context and is returned by Wait. Build one with [NewResults].
@@ -254,3 +263,5 @@ func (t *resultTask[R]) run() {
 		return err
 	})
 }
+
+func (t *resultTask[R]) abort(err error) bool { return t.g.abort(0, err) }

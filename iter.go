@@ -46,6 +46,11 @@ type eachTask[T any] struct {
 	v     T
 }
 
+func (t *eachTask[T]) abort(err error) bool {
+	<-t.slots
+	return t.g.abort(0, err)
+}
+
 func (t *eachTask[T]) run() {
 	defer func() { <-t.slots }()
 	t.g.guard(0, func(ctx context.Context) error { return t.fn(ctx, t.v) })

@@ -26,6 +26,7 @@ type config struct {
 	now          func() time.Time // clock hook for tests
 	hooks        *Hooks           // WithHooks
 	histograms   bool             // WithLatencyHistograms
+	overload                      // overload.go
 }
 
 func newConfig(caller string, maxWorkers int, opts []Option) config {
@@ -60,6 +61,12 @@ func engineConfig[T any](c config, maxWorkers int, run func(T)) worker.Config[T]
 		PanicHandler: c.panicHandler,
 		NoRecover:    c.noRecover,
 		Now:          c.now,
+		Overflow:     worker.Overflow(c.overflow),
+		MaxWait:      c.maxWait,
+		LimitBlocked: c.limitBlocked,
+		MaxBlocked:   c.maxBlocked,
+		Discard:      discarder[T](c),
+		Keep:         keepSubWorker[T],
 	}
 }
 
@@ -76,8 +83,10 @@ func WithQueueSize(n int) Option {
 
 // WithNonBlocking makes [Pool.Submit] and [FuncPool.Invoke] return [ErrQueueFull] instead of
 // blocking when the bounded queue is full. It has no effect on an unbounded queue.
+//
+// It is shorthand for WithOverflow(Reject); the last of the two given wins.
 func WithNonBlocking() Option {
-	return func(c *config) { c.nonBlocking = true }
+	return func(c *config) { c.nonBlocking, c.overflow = true, Reject }
 }
 
 // WithMinWorkers starts n workers with the pool and keeps them alive while idle; workers above

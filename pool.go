@@ -27,11 +27,20 @@ type Pool struct {
 // task is what a Pool's queue holds. Plain tasks are funcTask values, which fit in the
 // interface without an allocation (a func value is one pointer); futures and group tasks
 // implement it themselves, so they cost no extra closure.
-type task interface{ run() }
+//
+// abort ends a task that will never run (dropped by [DiscardOldest], or taken out of the queue
+// by [Pool.StopNow]) and reports true, or reports false for a plain task, which goes back to
+// the user instead.
+type task interface {
+	run()
+	abort(err error) bool
+}
 
 type funcTask func()
 
 func (f funcTask) run() { f() }
+
+func (f funcTask) abort(error) bool { return false }
 
 func runTask(t task) { t.run() }
 
@@ -41,7 +50,9 @@ func runTask(t task) { t.run() }
 func New(maxWorkers int, opts ...Option) *Pool {
 	c := newConfig("New", maxWorkers, opts)
 	p := &Pool{}
-	p.core.init(c, engineConfig(c, maxWorkers, runTask), p.Stop, isSubWorker)
+	ec := engineConfig(c, maxWorkers, runTask)
+	ec.Woke = p.wakeSubs
+	p.core.init(c, ec, p.Stop, isSubWorker)
 	return p
 }
 
@@ -100,17 +111,8 @@ func (p *Pool) Wait() { p.core.wait() }
 // to call from a task.
 func (p *Pool) Stop() {
 	p.core.stop()
-	p.mu.Lock()
-	children := p.children
-	p.children = nil
-	p.mu.Unlock()
-	for c := range children {
+	for _, c := range p.subs() {
 		c.Stop()
-	}
-	if p.parent != nil {
-		p.parent.mu.Lock()
-		delete(p.parent.children, p)
-		p.parent.mu.Unlock()
 	}
 }
 
@@ -162,15 +164,21 @@ func (p *Pool) Sub(maxWorkers int, opts ...Option) *Pool {
 	base := p.core.cfg
 	base.queueSize, base.nonBlocking, base.minWorkers, base.ctx = 0, false, 0, nil
 	base.hooks, base.histograms = nil, false
+	base.clearOverload()
 	c := newConfigFrom(base, "Sub", maxWorkers, opts)
 	c.minWorkers = 0
 	child := &Pool{parent: p}
 	ec := engineConfig(c, maxWorkers, runTask)
 	ec.Start = func(first task, since int64) {
-		p.core.e.Forward(&subWorker{e: child.core.e, first: first, since: since})
+		p.core.e.Forward(&subWorker{e: child.core.e, pool: child, first: first, since: since})
 	}
+	ec.Parent = p.core.e
+	ec.Woke = child.wakeSubs
 	p.core.e.Hold()
-	ec.Exited = p.core.e.Release
+	ec.Exited = func() {
+		p.core.e.Release()
+		p.forget(child)
+	}
 	child.core.init(c, ec, child.Stop, isSubWorker)
 
 	p.mu.Lock()
@@ -188,6 +196,7 @@ func (p *Pool) Sub(maxWorkers int, opts ...Option) *Pool {
 // subWorker is one worker of a sub-pool, running as a task of the parent.
 type subWorker struct {
 	e     *worker.Engine[task]
+	pool  *Pool
 	first task
 	since int64
 }
@@ -199,6 +208,14 @@ func (w *subWorker) run() { w.e.Serve(w.first, w.since) }
 func isSubWorker(t task) bool {
 	_, ok := t.(*subWorker)
 	return ok
+}
+
+// abort is never called: DiscardOldest keeps sub-pool workers and StopNow unpacks them. Were
+// it called, the sub-pool's task would end unrun with err.
+func (w *subWorker) abort(err error) bool {
+	w.e.Abandon(w.first)
+	w.first.abort(err)
+	return true
 }
 
 // core is what Pool and FuncPool share: the engine and the pool's lifecycle around it.
@@ -216,6 +233,9 @@ func (c *core[T]) init(cfg config, ec worker.Config[T], stop func(), skip func(T
 		ec.Observer = c.obs
 	}
 	c.e = worker.New(ec)
+	if cfg.rateSet {
+		c.e.SetRate(cfg.ratePerSecond, cfg.rateBurst)
+	}
 	if cfg.ctx != nil && stop != nil {
 		c.ctxDone = cfg.ctx.Done()
 		c.stopCtx = context.AfterFunc(cfg.ctx, stop)

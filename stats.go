@@ -39,6 +39,14 @@ type Stats struct {
 	// counts never go backwards between two snapshots, and WaitTime.Count is never less than
 	// RunTime.Count.
 	WaitTime, RunTime *Histogram
+	// Discarded counts accepted tasks that [DiscardOldest] dropped; they never ran.
+	Discarded uint64
+	// CallerRan counts tasks that [CallerRuns] ran on their submitter; they are also in
+	// Accepted and in Completed or Panicked.
+	CallerRan uint64
+	// Paused reports whether the pool is paused ([Pool.Pause]); a sub-pool held back by its
+	// parent's pause reports false.
+	Paused bool
 }
 
 func statsOf(c worker.Counters) Stats {
@@ -52,5 +60,8 @@ func statsOf(c worker.Counters) Stats {
 		Panicked:   c.Panicked,
 		Rejected:   c.Rejected,
 		Canceled:   c.Canceled,
+		Discarded:  c.Discarded,
+		CallerRan:  c.CallerRan,
+		Paused:     c.Paused,
 	}
 }

@@ -164,6 +164,14 @@ type seqTask[T, R any] struct {
 	done bool // MapSeq: its return has been collected
 }
 
+// abort ends a call that will never run (see task) as a failed one.
+func (t *seqTask[T, R]) abort(err error) bool {
+	t.r, t.err = *new(R), err
+	t.s.fail(err)
+	t.s.returned(t)
+	return true
+}
+
 func (t *seqTask[T, R]) run() {
 	s := t.s
 	returned := false

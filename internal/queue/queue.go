@@ -78,6 +78,24 @@ func (q *Queue[T]) Push(v T) {
 	q.n++
 }
 
+// PushFront puts v at the front of the queue, to be popped next: a task handed out and then
+// given back before it started goes back where it was.
+func (q *Queue[T]) PushFront(v T) {
+	if q.n == 0 {
+		q.Push(v)
+		return
+	}
+	if q.first == 0 {
+		s := q.newSegment()
+		s.next = q.head
+		q.head = s
+		q.first = len(s.items)
+	}
+	q.first--
+	q.head.items[q.first] = v
+	q.n++
+}
+
 // Pop removes and returns the value at the front of the queue; ok is false when it is empty.
 func (q *Queue[T]) Pop() (v T, ok bool) {
 	if q.n == 0 {

@@ -286,3 +286,36 @@ func TestDrainedSegmentsGoBackToTheCollector(t *testing.T) {
 		t.Fatal("the drained queue holds more than its head segment")
 	}
 }
+
+func TestPushFrontIsPoppedFirst(t *testing.T) {
+	var q Queue[int]
+	for i := range 600 {
+		q.Push(i)
+	}
+	for range 300 {
+		q.Pop()
+	}
+	for i := range 400 {
+		q.PushFront(-i - 1)
+	}
+	want := make([]int, 0, 700)
+	for i := range 400 {
+		want = append(want, -400+i)
+	}
+	for i := 300; i < 600; i++ {
+		want = append(want, i)
+	}
+	for i, w := range want {
+		v, ok := q.Pop()
+		if !ok || v != w {
+			t.Fatalf("pop %d = %d, %v; want %d", i, v, ok, w)
+		}
+	}
+	if q.Len() != 0 {
+		t.Fatalf("Len = %d after popping everything", q.Len())
+	}
+	q.PushFront(7)
+	if v, _ := q.Pop(); v != 7 {
+		t.Fatalf("PushFront on an empty queue: popped %d", v)
+	}
+}

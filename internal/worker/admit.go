@@ -18,6 +18,9 @@ func (e *Engine[T]) Submit(arg T, wait bool, done <-chan struct{}) Result {
 			e.mu.Unlock()
 			return Full
 		}
+		if e.overflowing() {
+			return e.overflow(arg, done) // unlocks
+		}
 		return e.block(arg, done) // unlocks
 	}
 	crowded := !s.starts() && e.crowded()

@@ -53,6 +53,15 @@ const (
 	Canceled               // the context ended first; the task never runs
 )
 
+// Gate is what a sub-pool's engine asks its parent's before a start: Halted reports whether
+// it or an ancestor is paused, Tokens takes a start's rate token from it and every ancestor
+// that limits the rate (reporting false, and arming a timer, when one is out). Both take no
+// engine lock: they are called with the sub-pool's held. *Engine implements it.
+type Gate interface {
+	Halted() bool
+	Tokens() bool
+}
+
 // Config holds an Engine's settings. Validation is the caller's job.
 type Config[T any] struct {
 	Run          func(T)                   // runs one task; required
@@ -71,10 +80,30 @@ type Config[T any] struct {
 	// Exited, when set, is called once the engine has stopped and its last goroutine is
 	// done, with the engine's lock held. A sub-pool uses it to release its parent (Release).
 	Exited func()
-	// Now is the clock used for idle reaping and by Observer; nil means time.Now.
+	// Now is the clock used for idle reaping, by Observer and by the rate limit; nil means
+	// time.Now.
 	Now func() time.Time
 	// Observer, when set, is told when each task starts and ends: see observe.go.
 	Observer Observer[T]
+	// Parent, when set, is the engine whose workers run this one's (a sub-pool's parent):
+	// its pause and its rate limit hold this engine's starts back too. See pause.go.
+	Parent Gate
+	// Woke, when set, is called with no lock held after a Resume, a rate token falling due or
+	// a rate change lifted a reason to hold starts back, so that sub-pools whose starts this
+	// engine held back dispatch too.
+	Woke func()
+	// Overflow is what a blocking Submit does on a full queue; see overflow.go.
+	Overflow Overflow
+	// MaxWait bounds how long Block and CallerRuns wait for room; 0: no bound.
+	MaxWait time.Duration
+	// LimitBlocked caps the submitters waiting on a full queue at MaxBlocked.
+	LimitBlocked bool
+	MaxBlocked   int
+	// Discard, when set, receives a task DiscardOldest dropped, on the submitter, with no lock
+	// held.
+	Discard func(T)
+	// Keep, when set, marks tasks DiscardOldest must not drop (a sub-pool's worker).
+	Keep func(T) bool
 }
 
 // Counters is a snapshot of an Engine's state, taken under its lock.
@@ -88,6 +117,9 @@ type Counters struct {
 	Accepted, Completed, Panicked uint64
 	Rejected, Canceled            uint64
 	Removed                       uint64 // accepted, then removed from the queue unrun (Remove)
+	Discarded                     uint64 // accepted, then dropped by DiscardOldest
+	CallerRan                     uint64 // run on the submitter by CallerRuns
+	Paused                        bool
 }
 
 // Engine runs tasks of type T on at most MaxWorkers goroutines. All methods are safe for
@@ -115,6 +147,15 @@ type Engine[T any] struct {
 
 	accepted, completed, panicked uint64
 	rejected, canceled, removed   uint64
+	dropped, callerRan            uint64 // DiscardOldest drops, CallerRuns runs
+
+	// gated is nonzero while something besides the limit may hold a start back: a pause, a
+	// rate limit or an ancestor's (Config.Held). mayStart looks further only then, so an
+	// engine using none of them pays one comparison per start. See pause.go.
+	gated  int
+	paused atomic.Bool            // written under mu; read by sub-pools without it
+	rate   atomic.Pointer[bucket] // nil: no rate limit; see rate.go
+	quiet  chan struct{}          // closed when running reaches 0; made on demand by Quiet
 
 	// yielding counts the submitters inside crowded's yield. It is raised under mu, when
 	// crowded has said yes, and lowered without it once the yield returns.
@@ -140,6 +181,7 @@ func New[T any](cfg Config[T]) *Engine[T] {
 	if cfg.Observer != nil {
 		e.timed, e.epoch = true, cfg.Now()
 	}
+	e.regate()
 	if cfg.Start == nil && cfg.MinWorkers > 0 {
 		e.mu.Lock()
 		for range cfg.MinWorkers {
@@ -166,6 +208,9 @@ func (e *Engine[T]) Counters() Counters {
 		Rejected:   e.rejected,
 		Canceled:   e.canceled,
 		Removed:    e.removed,
+		Discarded:  e.dropped,
+		CallerRan:  e.callerRan,
+		Paused:     e.paused.Load(),
 	}
 }
 

@@ -48,16 +48,22 @@ func (e *Engine[T]) popIdle() *worker[T] {
 
 // wait blocks a parked worker until it gets a task (true) or must exit (false).
 func (e *Engine[T]) wait(w *worker[T]) (T, bool) {
-	<-w.wake
 	var zero T
-	if w.exit {
-		e.gone()
-		return zero, false
+	for {
+		<-w.wake
+		if w.exit {
+			e.gone()
+			return zero, false
+		}
+		arg := w.arg
+		w.arg = zero
+		if e.begin(w, arg) {
+			return arg, true
+		}
+		if !e.rest(w) {
+			return zero, false
+		}
 	}
-	arg := w.arg
-	w.arg = zero
-	e.begin()
-	return arg, true
 }
 
 // dismissOldest tells the k longest-idle workers, at the bottom of the idle stack, to exit and

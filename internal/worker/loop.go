@@ -8,8 +8,22 @@ import (
 // Serve runs first and then queued tasks on the calling goroutine until the queue is empty.
 // It is for Config.Start, whose arguments it takes: the worker it stands for was counted when
 // Start was called.
+//
+// If the engine or an ancestor was paused while the worker waited for its turn in the
+// parent's queue, first goes back to the front of the queue unrun and Serve returns: no task
+// starts after Pause has returned.
 func (e *Engine[T]) Serve(first T, since int64) {
-	e.serve(e.subWorker(since), first)
+	e.lock()
+	e.waking--
+	if e.gated != 0 && e.Halted() {
+		e.giveBack(first, since)
+		e.mu.Unlock()
+		return
+	}
+	s := e.passOn()
+	e.mu.Unlock()
+	e.launch(s)
+	e.serveBegun(e.subWorker(since), first)
 }
 
 // parked is the body of a worker started idle.
@@ -22,8 +36,13 @@ func (e *Engine[T]) parked(w *worker[T]) {
 
 // serve runs tasks until the worker exits. w is nil for a worker that must not park.
 func (e *Engine[T]) serve(w *worker[T], arg T) {
-	e.begin()
-	e.serveBegun(w, arg)
+	if e.begin(w, arg) {
+		e.serveBegun(w, arg)
+	} else if e.rest(w) {
+		if arg, ok := e.wait(w); ok {
+			e.serveBegun(w, arg)
+		}
+	}
 	e.retire(w)
 }
 
@@ -216,6 +235,10 @@ func (e *Engine[T]) finish(panicked bool) {
 		e.completed++
 	}
 	e.running--
+	if e.running == 0 && e.quiet != nil {
+		close(e.quiet)
+		e.quiet = nil
+	}
 	e.pending--
 	if e.pending == 0 && e.drained != nil {
 		close(e.drained)

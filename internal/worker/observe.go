@@ -109,8 +109,6 @@ func (e *Engine[T]) finished(w *worker[T], panicked bool) {
 // discarded tells the Observer that a task was removed from the queue unrun, by an overflow
 // policy that drops it. since is its submit time: the stamp dequeue left in e.handing when it
 // removed the task. Callers hold no lock.
-//
-//lint:ignore U1000 the one call site for overflow policies that drop queued tasks
 func (e *Engine[T]) discarded(since int64) {
 	if e.timed {
 		e.cfg.Observer.Discarded(time.Duration(max(0, e.clock()-since)))

@@ -17,7 +17,7 @@ func (s launch[T]) starts() bool { return s.w != nil || s.spawn }
 // end of a worker, passes through it. A new reason to hold tasks back is a condition here,
 // and the code that makes that reason go away calls dispatch. Callers hold e.mu.
 func (e *Engine[T]) mayStart(arg T) bool {
-	return e.running < e.max
+	return e.running < e.max && (e.gated == 0 || e.Open())
 }
 
 // route accepts arg and decides where it runs: on a parked worker, on a new worker, or from
@@ -138,12 +138,26 @@ func (e *Engine[T]) passOn() launch[T] {
 // begin is called by a worker that was handed a task or started, before it runs the task.
 // If tasks are still queued and no other worker is waking, it wakes (or starts) one more
 // with the oldest queued task: the other half of the waking gate in route.
-func (e *Engine[T]) begin() {
+//
+// If the engine (or an ancestor) was paused between the hand-out and now, begin gives arg
+// back to the front of the queue and reports false: the worker parks or leaves (rest), and
+// the task starts after Resume. So no task's function begins after Pause has returned.
+func (e *Engine[T]) begin(w *worker[T], arg T) bool {
 	e.lock()
 	e.waking--
+	if e.gated != 0 && e.Halted() {
+		e.unslot()
+		e.queue.PushFront(arg)
+		if e.timed {
+			e.stamps.PushFront(w.since)
+		}
+		e.mu.Unlock()
+		return false
+	}
 	s := e.passOn()
 	e.mu.Unlock()
 	e.launch(s)
+	return true
 }
 
 // launch carries out a start decided under the lock, once the lock is released.

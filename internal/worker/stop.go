@@ -10,6 +10,8 @@ func (e *Engine[T]) Stop() {
 	}
 	e.stopped = true
 	close(e.done)
+	wasPaused := e.paused.Load()
+	starts := e.resumeForStop()
 	idle := e.idle
 	e.idle = nil
 	e.dismiss(idle)
@@ -20,8 +22,12 @@ func (e *Engine[T]) Stop() {
 	e.checkExited()
 	e.mu.Unlock()
 	wakeAll(idle)
+	e.launchAll(starts)
 	for _, b := range refused {
 		b.decide(Stopped)
+	}
+	if wasPaused && e.cfg.Woke != nil {
+		e.cfg.Woke()
 	}
 }
 
@@ -106,6 +112,7 @@ func (e *Engine[T]) checkExited() {
 		default:
 			e.queue.Free()
 			e.stamps.Free()
+			e.stopRate()
 			close(e.exited)
 			if e.cfg.Exited != nil {
 				e.cfg.Exited()

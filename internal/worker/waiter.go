@@ -1,6 +1,9 @@
 package worker
 
-import "sync"
+import (
+	"sync"
+	"time"
+)
 
 // waiter is a submitter blocked on a full queue. The worker that makes room moves the
 // waiter's task into the queue on its behalf and tells it so, which keeps blocked submitters
@@ -19,6 +22,7 @@ func (w *waiter[T]) decide(r Result) { w.result <- r }
 // middle in constant time.
 type waiterList[T any] struct {
 	head, tail *waiter[T]
+	n          int
 }
 
 func (l *waiterList[T]) push(w *waiter[T]) {
@@ -29,6 +33,7 @@ func (l *waiterList[T]) push(w *waiter[T]) {
 		l.head = w
 	}
 	l.tail = w
+	l.n++
 }
 
 func (l *waiterList[T]) remove(w *waiter[T]) {
@@ -43,6 +48,7 @@ func (l *waiterList[T]) remove(w *waiter[T]) {
 		l.tail = w.prev
 	}
 	w.prev, w.next, w.listed = nil, nil, false
+	l.n--
 }
 
 func (l *waiterList[T]) pop() *waiter[T] {
@@ -111,6 +117,11 @@ func (e *Engine[T]) dequeue() (T, bool) {
 // block parks the calling submitter until its task is accepted, the engine stops or done is
 // closed. It is entered with e.mu held and releases it.
 func (e *Engine[T]) block(arg T, done <-chan struct{}) Result {
+	return e.blockUntil(arg, done, nil)
+}
+
+// blockUntil is block that also gives up when expire (nil: never) fires; see expired.
+func (e *Engine[T]) blockUntil(arg T, done <-chan struct{}, expire <-chan time.Time) Result {
 	w := getWaiter[T]()
 	w.arg = arg
 	e.blocked.push(w)
@@ -131,6 +142,14 @@ func (e *Engine[T]) block(arg T, done <-chan struct{}) Result {
 			// since an accepted task must be reported as accepted.
 			// TestBlockedSubmitDecidedBeforeItGaveUpStands.
 			e.mu.Unlock()
+			r = <-w.result
+		}
+	case <-expire:
+		e.mu.Lock()
+		var gaveUp bool
+		r, gaveUp = e.expired(w)
+		e.mu.Unlock()
+		if !gaveUp {
 			r = <-w.result
 		}
 	}

@@ -1,0 +1,149 @@
+package worker
+
+// Pausing, and the gate that pauses and rate limits share.
+//
+// A paused engine starts nothing: mayStart says no, so a submit queues its task, a worker that
+// finishes a task takes no other, and a sub-pool's worker waiting in the parent's queue gives
+// its first task back when it gets its turn (Serve). Pause takes e.mu, and every start is
+// decided under e.mu by mayStart, so no task starts once Pause has returned. Resume lifts the
+// pause and dispatches.
+//
+// A sub-pool's tasks run on its parent's workers, and a parent's pause must hold them back
+// too: a sub-pool worker already running would otherwise go on taking the sub-pool's tasks.
+// So a sub-pool's mayStart also asks Config.Parent, which reads the ancestors' paused flags
+// (atomics, so that no parent lock is taken under a child's) and takes their rate tokens.
+
+// regate recomputes gated. Callers hold e.mu, or own e alone (New).
+func (e *Engine[T]) regate() {
+	e.gated = 0
+	if e.paused.Load() || e.rate.Load() != nil || e.cfg.Parent != nil {
+		e.gated = 1
+	}
+}
+
+// Open reports whether e and its ancestors would let a task start now, and if so takes the
+// start's rate tokens. Callers hold e.mu.
+func (e *Engine[T]) Open() bool {
+	return !e.Halted() && e.Tokens()
+}
+
+// Halted reports whether e or an ancestor is paused. It takes no lock.
+func (e *Engine[T]) Halted() bool {
+	return e.paused.Load() || (e.cfg.Parent != nil && e.cfg.Parent.Halted())
+}
+
+// Tokens takes a start's token from e's rate limit and its ancestors', reporting false if one
+// is out. It takes no engine lock.
+func (e *Engine[T]) Tokens() bool {
+	if b := e.rate.Load(); b != nil && !b.take() {
+		return false
+	}
+	return e.cfg.Parent == nil || e.cfg.Parent.Tokens()
+}
+
+// Pause holds every start back until Resume (or Stop). Tasks running go on; submits are still
+// accepted and queue. It is idempotent.
+func (e *Engine[T]) Pause() {
+	e.mu.Lock()
+	e.paused.Store(true)
+	e.regate()
+	e.mu.Unlock()
+}
+
+// Resume lifts a Pause and starts what may start, then calls Config.Woke so that sub-pools
+// held back by the pause start theirs. Resuming an engine that is not paused does nothing.
+func (e *Engine[T]) Resume() {
+	e.mu.Lock()
+	if !e.paused.Load() {
+		e.mu.Unlock()
+		return
+	}
+	e.paused.Store(false)
+	e.regate()
+	starts := e.dispatch()
+	e.mu.Unlock()
+	e.launchAll(starts)
+	if e.cfg.Woke != nil {
+		e.cfg.Woke()
+	}
+}
+
+// Paused reports whether the engine is paused.
+func (e *Engine[T]) Paused() bool { return e.paused.Load() }
+
+// Redispatch starts what may start. An engine whose ancestor lifted a reason to hold starts
+// back calls it, through the ancestor's Config.Woke.
+func (e *Engine[T]) Redispatch() {
+	e.mu.Lock()
+	starts := e.dispatch()
+	e.mu.Unlock()
+	e.launchAll(starts)
+}
+
+// Quiet returns a channel closed once no task of the engine runs, or nil if none runs now.
+func (e *Engine[T]) Quiet() <-chan struct{} {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.running == 0 {
+		return nil
+	}
+	if e.quiet == nil {
+		e.quiet = make(chan struct{})
+	}
+	return e.quiet
+}
+
+// resumeForStop lifts a pause as Stop does: accepted tasks must still run. It returns the
+// starts to launch after unlocking. Callers hold e.mu.
+func (e *Engine[T]) resumeForStop() []launch[T] {
+	if !e.paused.Load() {
+		return nil
+	}
+	e.paused.Store(false)
+	e.regate()
+	return e.dispatch()
+}
+
+// unrun takes back the count of a worker that Start promised and that will never serve first:
+// handOut counted it running, a worker, alive and waking. Callers hold e.mu.
+func (e *Engine[T]) unrun() {
+	e.unslot()
+	e.workers--
+	e.alive--
+}
+
+// unslot frees the slot of a task that was handed out and then given back unrun. Callers
+// hold e.mu.
+func (e *Engine[T]) unslot() {
+	e.running--
+	if e.running == 0 && e.quiet != nil {
+		close(e.quiet)
+		e.quiet = nil
+	}
+}
+
+// rest is what a worker whose task begin gave back does: it parks (true) or, if it should not
+// stay, leaves (false).
+func (e *Engine[T]) rest(w *worker[T]) bool {
+	e.lock()
+	if e.leaving(w) {
+		starts := e.exit()
+		e.mu.Unlock()
+		e.launchAll(starts)
+		return false
+	}
+	e.park(w)
+	e.mu.Unlock()
+	return true
+}
+
+// giveBack puts first, which a Config.Start worker was about to run, back at the front of
+// the queue: the engine holds starts back. Callers hold e.mu, with e.waking already lowered.
+func (e *Engine[T]) giveBack(first T, since int64) {
+	e.unrun()
+	e.queue.PushFront(first)
+	if e.timed {
+		e.stamps.PushFront(since)
+	}
+	e.checkExited()
+}

@@ -1,0 +1,71 @@
+package worker
+
+// What StopNow needs beyond Remove: a sub-pool's workers are tasks of the parent, and each
+// holds the sub-pool's task it was started for (Config.Start's first), which the sub-pool
+// already counts as running. Taking such a worker out of the parent's queue (Remove,
+// RemoveIf) leaves the sub-pool owing that count: Abandon settles it.
+
+// Abandon tells the engine that the worker Config.Start was asked to run for first will never
+// run: first ends unrun, counted as removed, and the worker's counts are taken back.
+func (e *Engine[T]) Abandon(first T) {
+	e.mu.Lock()
+	e.waking--
+	e.unrun()
+	e.removed++
+	e.pending--
+	if e.pending == 0 && e.drained != nil {
+		close(e.drained)
+		e.drained = nil
+	}
+	starts := e.dispatch()
+	e.checkExited()
+	e.mu.Unlock()
+	e.launchAll(starts)
+}
+
+// RemoveIf takes the queued tasks for which match reports true out of the queue, oldest
+// first, and returns them; the others keep their order. Like Remove, they end unrun, counted
+// as removed. match is called with e.mu held and must not call into e.
+func (e *Engine[T]) RemoveIf(match func(T) bool) []T {
+	e.mu.Lock()
+	var out []T
+	n := e.queue.Len()
+	for range n {
+		arg, _ := e.queue.Pop()
+		var since int64
+		if e.timed {
+			since, _ = e.stamps.Pop()
+		}
+		if match(arg) {
+			out = append(out, arg)
+			continue
+		}
+		e.queue.Push(arg)
+		if e.timed {
+			e.stamps.Push(since)
+		}
+	}
+	// Submitters blocked on a full queue move into the room made.
+	for range out {
+		b := e.blocked.pop()
+		if b == nil {
+			break
+		}
+		e.queue.Push(b.arg)
+		if e.timed {
+			e.stamps.Push(e.clock())
+		}
+		e.accept()
+		b.decide(Accepted)
+	}
+	k := len(out)
+	e.removed += uint64(k)
+	e.pending -= k
+	if k > 0 && e.pending == 0 && e.drained != nil {
+		close(e.drained)
+		e.drained = nil
+	}
+	e.checkExited()
+	e.mu.Unlock()
+	return out
+}

@@ -1,0 +1,246 @@
+package crew_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/crewgo/crew"
+)
+
+// Pool.Pause: once Pause has returned, no task's function begins, even one handed to a waking
+// worker just before, until Resume.
+func TestNoTaskStartsAfterPauseReturns(t *testing.T) {
+	for round := range 20 {
+		p := crew.New(4)
+		var paused, late, ran atomic.Int64
+		var accepted atomic.Int64
+		release := make(chan struct{})
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-release
+				for range 200 {
+					if p.Submit(func() {
+						if paused.Load() != 0 {
+							late.Add(1)
+						}
+						ran.Add(1)
+					}) == nil {
+						accepted.Add(1)
+					}
+				}
+			}()
+		}
+		close(release)
+		p.Pause()
+		paused.Store(1)
+		wg.Wait()
+		// Tasks running when Pause returned may still finish; none may begin.
+		if err := p.PauseAndWait(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if n := late.Load(); n != 0 {
+			t.Fatalf("round %d: %d tasks began after Pause returned", round, n)
+		}
+		if !p.Stats().Paused {
+			t.Fatal("Stats.Paused = false while paused")
+		}
+		paused.Store(0)
+		p.Resume()
+		p.StopAndWait()
+		if ran.Load() != accepted.Load() {
+			t.Fatalf("ran %d of %d accepted", ran.Load(), accepted.Load())
+		}
+	}
+}
+
+func TestPausedPoolAcceptsAndResumeRunsInOrder(t *testing.T) {
+	forEachKind(t, 1, nil, func(t *testing.T, p testPool) {
+		pp := p.(pauser)
+		pp.Pause()
+		pp.Pause() // idempotent
+		var mu sync.Mutex
+		var order []int
+		for i := range 10 {
+			if err := p.submit(func() { mu.Lock(); order = append(order, i); mu.Unlock() }); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if s := p.Stats(); s.Waiting != 10 || s.Running != 0 || !s.Paused {
+			t.Fatalf("Stats while paused = %+v, want 10 waiting, none running", s)
+		}
+		waited := goRun(p.Wait)
+		stillBlocked(t, "Wait on a paused backlog", waited)
+		pp.Resume()
+		awaitReturn(t, "Wait after Resume", waited)
+		for i, v := range order {
+			if v != i {
+				t.Fatalf("order = %v, want FIFO", order)
+			}
+		}
+		if p.Stats().Paused {
+			t.Fatal("Stats.Paused after Resume")
+		}
+		p.StopAndWait()
+	})
+}
+
+// pauser is what Pool and FuncPool share for pausing, reached through the test adapters.
+type pauser interface {
+	Pause()
+	Resume()
+	PauseAndWait(ctx context.Context) error
+}
+
+func (p plainPool) Pause()                                  { p.Pool.Pause() }
+func (p plainPool) Resume()                                 { p.Pool.Resume() }
+func (p plainPool) PauseAndWait(ctx context.Context) error  { return p.Pool.PauseAndWait(ctx) }
+func (p invokePool) Pause()                                 { p.FuncPool.Pause() }
+func (p invokePool) Resume()                                { p.FuncPool.Resume() }
+func (p invokePool) PauseAndWait(ctx context.Context) error { return p.FuncPool.PauseAndWait(ctx) }
+
+func TestPauseAndWaitWaitsForRunningTasks(t *testing.T) {
+	p := crew.New(2)
+	defer p.StopAndWait()
+	task, started, release := blocker()
+	p.Submit(task)
+	p.Submit(task)
+	<-started
+	<-started
+	done := goRun(func() {
+		if err := p.PauseAndWait(context.Background()); err != nil {
+			t.Error(err)
+		}
+	})
+	stillBlocked(t, "PauseAndWait with tasks running", done)
+	close(release)
+	awaitReturn(t, "PauseAndWait", done)
+	if s := p.Stats(); s.Running != 0 {
+		t.Fatalf("Running = %d after PauseAndWait", s.Running)
+	}
+	p.Resume()
+}
+
+func TestPauseAndWaitWhoseContextEndsStaysPaused(t *testing.T) {
+	p := crew.New(1)
+	task, started, release := blocker()
+	p.Submit(task)
+	<-started
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := p.PauseAndWait(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("PauseAndWait with an ended context = %v, want context.Canceled", err)
+	}
+	ran := make(chan struct{})
+	p.Submit(func() { close(ran) })
+	close(release)
+	stillBlocked(t, "a task of a pool paused by a PauseAndWait that gave up", ran)
+	if !p.Stats().Paused {
+		t.Fatal("not paused after PauseAndWait gave up")
+	}
+	p.StopAndWait() // resumes: the task runs
+	<-ran
+}
+
+// Pool.Stop: Stop, StopAndWait and Shutdown resume a paused pool and its sub-pools, so every
+// accepted task runs exactly once.
+func TestStopResumesPausedPool(t *testing.T) {
+	for _, how := range []string{"Stop", "StopAndWait", "Shutdown"} {
+		t.Run(how, func(t *testing.T) {
+			p := crew.New(2)
+			sub := p.Sub(1)
+			p.Pause()
+			sub.Pause()
+			var ran atomic.Int64
+			for range 5 {
+				p.Submit(func() { ran.Add(1) })
+				sub.Submit(func() { ran.Add(1) })
+			}
+			switch how {
+			case "Stop":
+				p.Stop()
+				p.Wait()
+				sub.Wait()
+				p.StopAndWait()
+			case "StopAndWait":
+				p.StopAndWait()
+			case "Shutdown":
+				if err := p.Shutdown(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if ran.Load() != 10 {
+				t.Fatalf("ran %d of 10", ran.Load())
+			}
+		})
+	}
+}
+
+// Pool.Pause: no task of p's sub-pools starts either, even on a sub-pool worker already
+// running.
+func TestParentPauseHoldsSubPoolTasks(t *testing.T) {
+	p := crew.New(4)
+	defer p.StopAndWait()
+	sub := p.Sub(1)
+	firstStarted, releaseFirst := make(chan struct{}), make(chan struct{})
+	sub.Submit(func() { close(firstStarted); <-releaseFirst })
+	<-firstStarted
+	var ran atomic.Int64
+	for range 3 {
+		sub.Submit(func() { ran.Add(1) })
+	}
+	p.Pause()
+	close(releaseFirst) // the sub-pool's worker is running: it must not take the next
+	if err := p.PauseAndWait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := ran.Load(); n != 0 {
+		t.Fatalf("%d sub-pool tasks ran while the parent was paused", n)
+	}
+	p.Resume()
+	sub.Wait()
+	if n := ran.Load(); n != 3 {
+		t.Fatalf("ran %d of 3 after Resume", n)
+	}
+}
+
+// Pool.Pause on a sub-pool: its worker already waiting in the parent's queue does not start
+// its task once Pause has returned.
+func TestSubPoolPauseHoldsWorkerWaitingInParentQueue(t *testing.T) {
+	p := crew.New(1)
+	defer p.StopAndWait()
+	release := holdWorkers(t, plainPool{p}, 1, 0)
+	sub := p.Sub(2)
+	ran := make(chan struct{})
+	sub.Submit(func() { close(ran) })
+	sub.Pause()
+	release()
+	p.Wait()
+	select {
+	case <-ran:
+		t.Fatal("a paused sub-pool's task ran")
+	default:
+	}
+	if s := sub.Stats(); s.Waiting != 1 || s.Running != 0 {
+		t.Fatalf("sub-pool stats = %+v, want its task waiting", s)
+	}
+	sub.Resume()
+	awaitReturn(t, "the sub-pool's task after Resume", ran)
+}
+
+func TestPauseResumeFromTaskDoesNotDeadlock(t *testing.T) {
+	p := crew.New(2)
+	done := make(chan struct{})
+	p.Submit(func() {
+		p.Pause()
+		p.Resume()
+		close(done)
+	})
+	awaitReturn(t, "Pause and Resume from a task", done)
+	p.StopAndWait()
+}

@@ -1,0 +1,211 @@
+package crew_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+
+	"github.com/crewgo/crew"
+	"github.com/crewgo/crew/internal/racetest"
+)
+
+// Pool.StopNow: queued plain tasks come back in the order they would have started, never run,
+// and the counters add up.
+func TestStopNowReturnsQueuedTasksInStartOrder(t *testing.T) {
+	p := crew.New(1)
+	release := holdWorkers(t, plainPool{p}, 1, 0)
+	var ran atomic.Int64
+	var order []int
+	for i := range 5 {
+		f := func() { ran.Add(1); order = append(order, i) }
+		if err := p.Submit(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := p.StopNow()
+	release()
+	p.StopAndWait()
+	if len(got) != 5 {
+		t.Fatalf("StopNow returned %d tasks, want 5", len(got))
+	}
+	// Run what came back: each is one of ours, in order.
+	for i, f := range got {
+		before := ran.Load()
+		f()
+		if ran.Load() != before+1 {
+			t.Fatalf("task %d is not one of ours", i)
+		}
+	}
+	if ran.Load() != 5 {
+		t.Fatalf("ran = %d, want only the 5 handed back, run by the test", ran.Load())
+	}
+	for i, v := range order {
+		if v != i {
+			t.Fatalf("handed back in order %v, want submission order", order)
+		}
+	}
+	s := p.Stats()
+	if s.Accepted != s.Completed+s.Panicked+uint64(s.Running+s.Waiting)+s.Discarded+crew.Removed(p) {
+		t.Fatalf("counters do not add up: %+v, removed %d", s, crew.Removed(p))
+	}
+	if err := p.Submit(func() {}); !errors.Is(err, crew.ErrStopped) {
+		t.Fatalf("Submit after StopNow = %v", err)
+	}
+}
+
+func TestStopNowFailsFuturesGroupsAndMapWithErrStopped(t *testing.T) {
+	p := crew.New(1)
+	release := holdWorkers(t, plainPool{p}, 1, 0)
+	f := crew.Go(p, func() (int, error) { return 1, nil })
+	g, _ := p.Group(context.Background())
+	g.Go(func(context.Context) error { return nil })
+	r, _ := crew.NewResults[int](context.Background(), p)
+	r.Go(func(context.Context) (int, error) { return 1, nil })
+	mapDone := make(chan error, 1)
+	go func() {
+		_, err := crew.Map(context.Background(), p, []int{1, 2, 3}, func(_ context.Context, v int) (int, error) { return v, nil })
+		mapDone <- err
+	}()
+	waitFor(t, "the Map item queued", func() bool { return p.Stats().Waiting == 4 })
+	if got := p.StopNow(); len(got) != 0 {
+		t.Fatalf("StopNow returned %d internal tasks as plain ones", len(got))
+	}
+	release()
+	if _, err := f.Wait(); !errors.Is(err, crew.ErrStopped) {
+		t.Fatalf("Future.Wait = %v, want ErrStopped", err)
+	}
+	if err := g.Wait(); !errors.Is(err, crew.ErrStopped) {
+		t.Fatalf("Group.Wait = %v, want ErrStopped", err)
+	}
+	if _, err := r.Wait(); !errors.Is(err, crew.ErrStopped) {
+		t.Fatalf("Results.Wait = %v, want ErrStopped", err)
+	}
+	if err := <-mapDone; !errors.Is(err, crew.ErrStopped) {
+		t.Fatalf("Map = %v, want ErrStopped", err)
+	}
+	p.StopAndWait()
+}
+
+// Pool.StopNow on a parent includes its sub-pools' queued tasks, also the one held by a
+// sub-pool worker waiting in the parent's queue; the sub-pool's counters still add up.
+func TestStopNowIncludesSubPoolTasks(t *testing.T) {
+	for _, which := range []string{"parent", "sub"} {
+		t.Run(which, func(t *testing.T) {
+			p := crew.New(1)
+			release := holdWorkers(t, plainPool{p}, 1, 0)
+			sub := p.Sub(2)
+			var ran atomic.Int64
+			for range 4 {
+				sub.Submit(func() { ran.Add(1) })
+			}
+			p.Submit(func() { ran.Add(1) })
+			var got []func()
+			if which == "parent" {
+				got = p.StopNow()
+			} else {
+				got = sub.StopNow()
+			}
+			release()
+			p.StopAndWait()
+			want := 5
+			if which == "sub" {
+				want = 4
+			}
+			if len(got) != want || ran.Load() != int64(5-want) {
+				t.Fatalf("StopNow returned %d (want %d), %d ran", len(got), want, ran.Load())
+			}
+			s := sub.Stats()
+			if s.Running != 0 || s.Waiting != 0 || s.Accepted != s.Completed+crew.Removed(sub) {
+				t.Fatalf("sub-pool stats %+v, removed %d", s, crew.Removed(sub))
+			}
+		})
+	}
+}
+
+func TestStopNowAfterStopStillRemovesQueued(t *testing.T) {
+	f := crew.NewFunc(1, func(int) {})
+	release := make(chan struct{})
+	g := crew.NewFunc(1, func(int) { <-release })
+	g.Invoke(0)
+	for i := 1; i <= 3; i++ {
+		g.Invoke(i)
+	}
+	g.Stop()
+	got := g.StopNow()
+	close(release)
+	g.StopAndWait()
+	f.StopAndWait()
+	if len(got) != 3 || got[0] != 1 || got[2] != 3 {
+		t.Fatalf("StopNow after Stop = %v, want [1 2 3]", got)
+	}
+}
+
+func TestStopNowOnPausedPoolAbandonsBacklog(t *testing.T) {
+	p := crew.New(2)
+	p.Pause()
+	for range 10 {
+		p.Submit(func() { t.Error("a paused backlog task ran") })
+	}
+	if got := p.StopNow(); len(got) != 10 {
+		t.Fatalf("StopNow returned %d of 10", len(got))
+	}
+	p.StopAndWait()
+}
+
+// Every accepted task ran exactly once or was returned by StopNow exactly once, with StopNow
+// racing submitters.
+func TestStressStopNowRacingSubmitters(t *testing.T) {
+	n := 2000
+	if testing.Short() || racetest.Enabled {
+		n = 400
+	}
+	for round := range 10 {
+		p := crew.New(3, crew.WithQueueSize(16))
+		sub := p.Sub(2)
+		counts := make([]atomic.Int32, 64*n)
+		var accepted atomic.Int64
+		start := make(chan struct{})
+		done := make(chan struct{})
+		for g := range 64 {
+			go func() {
+				defer func() { done <- struct{}{} }()
+				<-start
+				for i := range n {
+					k := g*n + i
+					target := p
+					if i%3 == 0 {
+						target = sub
+					}
+					if target.Submit(func() { counts[k].Add(1) }) == nil {
+						accepted.Add(1)
+					} else {
+						counts[k].Add(100) // refused: must never run
+					}
+				}
+			}()
+		}
+		close(start)
+		back := p.StopNow()
+		for range 64 {
+			<-done
+		}
+		p.StopAndWait()
+		for _, f := range back {
+			f()
+		}
+		var total int64
+		for k := range counts {
+			switch c := counts[k].Load(); c {
+			case 0, 100:
+			case 1:
+				total++
+			default:
+				t.Fatalf("round %d: task %d count %d", round, k, c)
+			}
+		}
+		if total != accepted.Load() {
+			t.Fatalf("round %d: ran or returned %d, accepted %d", round, total, accepted.Load())
+		}
+	}
+}
