@@ -1,0 +1,46 @@
+package crew_test
+
+import (
+	"fmt"
+
+	"github.com/crewgo/crew"
+)
+
+// Each account's updates run one at a time and in order, while different accounts are
+// updated in parallel; the balances need no lock.
+func ExampleNewKeyed() {
+	p := crew.New(4)
+	defer p.StopAndWait()
+	k := crew.NewKeyed[string](p)
+
+	balance := map[string]*int{"alice": new(int), "bob": new(int)}
+	for i := 1; i <= 100; i++ {
+		for name, b := range balance {
+			_ = k.Submit(name, func() { *b += i })
+		}
+	}
+	k.Wait()
+	fmt.Println(*balance["alice"], *balance["bob"])
+	// Output: 5050 5050
+}
+
+// A task that must see the previous one's writes for the same key: the log lines of one
+// request stay in order.
+func ExampleKeyed_Submit() {
+	p := crew.New(8)
+	defer p.StopAndWait()
+	k := crew.NewKeyed[int](p)
+
+	lines := make([][]string, 3)
+	for step := range 3 {
+		for req := range 3 {
+			_ = k.Submit(req, func() { lines[req] = append(lines[req], fmt.Sprint("step ", step)) })
+		}
+	}
+	k.Wait()
+	fmt.Println(lines[0])
+	fmt.Println(lines[2])
+	// Output:
+	// [step 0 step 1 step 2]
+	// [step 0 step 1 step 2]
+}
