@@ -45,3 +45,9 @@ func (e *PanicError) Unwrap() error {
 	err, _ := e.Value.(error)
 	return err
 }
+
+// ErrTooHeavy is returned by [Pool.SubmitN] and [Pool.SubmitNContext] when n exceeds the
+// pool's limit, or for a sub-pool the smallest limit among it and its ancestors, at the time
+// of the call: the task could never start beside anything. Nothing was accepted; the task
+// never runs. [Pool.TrySubmitN] reports it as false.
+var ErrTooHeavy = errors.New("crew: task is heavier than the pool's limit")

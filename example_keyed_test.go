@@ -2,6 +2,7 @@ package crew_test
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/crewgo/crew"
 )
@@ -43,4 +44,21 @@ func ExampleKeyed_Submit() {
 	// Output:
 	// [step 0 step 1 step 2]
 	// [step 0 step 1 step 2]
+}
+
+// A task that uses two cores holds two of the pool's four slots, so at most two such tasks,
+// or one beside two plain tasks, run at a time.
+func ExamplePool_SubmitN() {
+	p := crew.New(4)
+	defer p.StopAndWait()
+
+	var mu sync.Mutex
+	done := 0
+	for range 6 {
+		_ = p.SubmitN(2, func() { mu.Lock(); done++; mu.Unlock() })
+	}
+	err := p.SubmitN(5, func() {})
+	p.Wait()
+	fmt.Println(done, err)
+	// Output: 6 crew: task is heavier than the pool's limit
 }

@@ -268,6 +268,22 @@ func (r *keyRunner[K]) pop() func() {
 
 func (r *keyRunner[K]) abort(error) bool { return false }
 
+// unpack takes the key's waiting tasks out, unrun, for StopNow or DiscardOldest, which took
+// the runner out of the pool's queue: they end without running, and the key's state is freed.
+func (r *keyRunner[K]) unpack() []func() {
+	k := r.k
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	out := make([]func(), 0, len(r.tasks)-r.head)
+	for t := r.pop(); t != nil; t = r.pop() {
+		out = append(out, t)
+		k.started()
+		k.finished()
+	}
+	k.forget(r)
+	return out
+}
+
 // run is the key's turn on a worker: it runs up to keyBatch of the key's tasks one after
 // another, then queues itself again if more wait, or frees the key's state.
 //

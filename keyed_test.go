@@ -363,27 +363,14 @@ func TestKeyedInputValidation(t *testing.T) {
 	defer p.StopAndWait()
 	k := crew.NewKeyed[int](p)
 	var nilCtx context.Context
-	tests := []struct {
-		name      string
-		call      func()
-		wantPanic string
-	}{
+	tests := []panicCase{
 		{"nil pool", func() { crew.NewKeyed[int](nil) }, "crew: NewKeyed: p must not be nil"},
 		{"pool option", func() { crew.NewKeyed[int](p, crew.WithMinWorkers(1)) },
 			"crew: NewKeyed: only WithQueueSize and WithNonBlocking apply to a Keyed"},
 		{"nil ctx", func() { _ = k.SubmitContext(nilCtx, 1, func() {}) },
 			"crew: Keyed.SubmitContext: ctx must not be nil"},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			defer func() {
-				if got := recover(); got != tt.wantPanic {
-					t.Fatalf("panic = %v, want %q", got, tt.wantPanic)
-				}
-			}()
-			tt.call()
-		})
-	}
+	checkPanics(t, tests)
 	if err := k.Submit(1, nil); !errors.Is(err, crew.ErrNilTask) {
 		t.Fatalf("Submit(nil) = %v", err)
 	}

@@ -123,6 +123,12 @@ func discarder[T any](c config) func(T) {
 	h, ph := c.discard, c.panicHandler
 	return func(v T) {
 		if t, ok := any(v).(task); ok {
+			if hd, ok := t.(holder); ok {
+				for _, f := range hd.unpack() {
+					callHandler(h, any(f), ph)
+				}
+				return
+			}
 			if t.abort(ErrDiscarded) {
 				return
 			}
@@ -204,6 +210,9 @@ func (p *Pool) drain(out []func()) []func() {
 }
 
 func keep(out []func(), t task) []func() {
+	if h, ok := t.(holder); ok {
+		return append(out, h.unpack()...)
+	}
 	if !t.abort(ErrStopped) {
 		out = append(out, t.(funcTask))
 	}

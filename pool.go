@@ -17,8 +17,9 @@ import (
 // Stop it with [Pool.Stop], [Pool.StopAndWait] or [Pool.Shutdown] when done: a pool that is
 // never stopped keeps its idle workers until the idle timeout.
 type Pool struct {
-	core   core[task]
-	parent *Pool
+	core    core[task]
+	parent  *Pool
+	weights weights // set once SubmitN used weights on p or a sub-pool of it
 
 	mu       sync.Mutex
 	children map[*Pool]struct{}
@@ -52,6 +53,7 @@ func New(maxWorkers int, opts ...Option) *Pool {
 	p := &Pool{}
 	ec := engineConfig(c, maxWorkers, runTask)
 	ec.Woke = p.wakeSubs
+	ec.Weight = taskWeight
 	p.core.init(c, ec, p.Stop, isSubWorker)
 	return p
 }
@@ -169,8 +171,9 @@ func (p *Pool) Sub(maxWorkers int, opts ...Option) *Pool {
 	c.minWorkers = 0
 	child := &Pool{parent: p}
 	ec := engineConfig(c, maxWorkers, runTask)
+	ec.Weight = taskWeight
 	ec.Start = func(first task, since int64) {
-		p.core.e.Forward(&subWorker{e: child.core.e, pool: child, first: first, since: since})
+		p.core.e.Forward(&subWorker{e: child.core.e, pool: child, first: first, since: since, n: taskWeight(first), parent: p.core.e})
 	}
 	ec.Parent = p.core.e
 	ec.Woke = child.wakeSubs
@@ -193,15 +196,23 @@ func (p *Pool) Sub(maxWorkers int, opts ...Option) *Pool {
 	return child
 }
 
-// subWorker is one worker of a sub-pool, running as a task of the parent.
+// subWorker is one worker of a sub-pool, running as a task of the parent. n is the weight of
+// its first task, which it holds in the parent too (see internal/worker/weight.go).
 type subWorker struct {
-	e     *worker.Engine[task]
-	pool  *Pool
-	first task
-	since int64
+	e      *worker.Engine[task]
+	pool   *Pool
+	first  task
+	since  int64
+	n      int
+	parent *worker.Engine[task]
 }
 
-func (w *subWorker) run() { w.e.Serve(w.first, w.since) }
+func (w *subWorker) run() {
+	if w.n > 1 {
+		defer w.parent.Unhold(w.n - 1)
+	}
+	w.e.Serve(w.first, w.since)
+}
 
 // isSubWorker tells a pool's hooks and histograms which tasks are its sub-pools' workers:
 // they run a sub-pool's tasks, which the sub-pool observes, so the parent does not.

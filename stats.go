@@ -10,8 +10,8 @@ import "github.com/crewgo/crew/internal/worker"
 type Stats struct {
 	// MaxWorkers is the worker limit: no task starts while that many or more run.
 	MaxWorkers int
-	// Running is the number of tasks running. It is 0 once [Pool.Wait] has returned with
-	// nothing queued. For a sub-pool it also counts tasks handed to a worker that waits for
+	// Running is the number of tasks running, each counted once whatever its weight
+	// ([Pool.SubmitN]). It is 0 once [Pool.Wait] has returned with nothing queued. For a sub-pool it also counts tasks handed to a worker that waits for
 	// one of the parent's.
 	Running int
 	// Idle is the number of workers alive and waiting for a task.

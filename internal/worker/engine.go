@@ -104,6 +104,9 @@ type Config[T any] struct {
 	Discard func(T)
 	// Keep, when set, marks tasks DiscardOldest must not drop (a sub-pool's worker).
 	Keep func(T) bool
+	// Weight, when set, gives a task's weight: the slots it holds while it runs (see
+	// weight.go). It is called only after UseWeights.
+	Weight func(T) int
 }
 
 // Counters is a snapshot of an Engine's state, taken under its lock.
@@ -132,7 +135,9 @@ type Engine[T any] struct {
 	idle    []*worker[T] // parked workers; LIFO, so idle[0] has been idle longest
 	blocked waiterList[T]
 	max     int
-	running int // tasks started and not finished: the slots in use
+	running int // tasks started and not finished
+	held    int // slots held by running weighted tasks beyond one each: see weight.go
+	sched   int // bits of the scheduling features in use (weights, turns); 0 by default
 	workers int // goroutines that may take tasks: running, idle, or between tasks
 	alive   int // goroutines not yet ended, dismissed ones included
 	waking  int // handed a task or started, and not yet begun, or lingering: see route

@@ -183,11 +183,12 @@ func (e *Engine[T]) take() (T, bool) {
 		return zero, false
 	}
 	arg, ok := e.queue.Peek()
-	if !ok || !e.mayStart(arg) {
+	if !ok || !e.mayStart(arg) || (e.sched != 0 && e.serialWorkers()) {
 		return zero, false
 	}
 	e.dequeue()
 	e.running++
+	e.hold(arg)
 	return arg, true
 }
 

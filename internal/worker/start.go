@@ -17,6 +17,9 @@ func (s launch[T]) starts() bool { return s.w != nil || s.spawn }
 // end of a worker, passes through it. A new reason to hold tasks back is a condition here,
 // and the code that makes that reason go away calls dispatch. Callers hold e.mu.
 func (e *Engine[T]) mayStart(arg T) bool {
+	if e.sched != 0 {
+		return e.mayStartGated(arg) && (e.gated == 0 || e.Open())
+	}
 	return e.running < e.max && (e.gated == 0 || e.Open())
 }
 
@@ -80,6 +83,7 @@ func (e *Engine[T]) handOut(arg T) (launch[T], bool) {
 		w.arg, w.since = arg, e.handing
 		e.waking++
 		e.running++
+		e.hold(arg)
 		return launch[T]{w: w}, true
 	}
 	if e.workers < e.max {
@@ -87,6 +91,7 @@ func (e *Engine[T]) handOut(arg T) (launch[T], bool) {
 		e.alive++
 		e.waking++
 		e.running++
+		e.hold(arg)
 		return launch[T]{spawn: true, arg: arg, since: e.handing}, true
 	}
 	return launch[T]{}, false
