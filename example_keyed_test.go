@@ -62,3 +62,22 @@ func ExamplePool_SubmitN() {
 	fmt.Println(done, err)
 	// Output: 6 crew: task is heavier than the pool's limit
 }
+
+// A sub-pool for interactive requests at a higher level than one for batch jobs: when a
+// worker of p frees up, a waiting request goes before any waiting batch job.
+func ExampleWithPriority() {
+	p := crew.New(4)
+	defer p.StopAndWait()
+	batch := p.Sub(4)
+	interactive := p.Sub(4, crew.WithPriority(1))
+
+	var mu sync.Mutex
+	ran := map[string]int{}
+	for range 10 {
+		_ = batch.Submit(func() { mu.Lock(); ran["batch"]++; mu.Unlock() })
+		_ = interactive.Submit(func() { mu.Lock(); ran["interactive"]++; mu.Unlock() })
+	}
+	p.Wait()
+	fmt.Println(ran["interactive"], ran["batch"])
+	// Output: 10 10
+}

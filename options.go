@@ -27,6 +27,8 @@ type config struct {
 	hooks        *Hooks           // WithHooks
 	histograms   bool             // WithLatencyHistograms
 	overload                      // overload.go
+	priority     int              // WithPriority's level
+	prioritySet  bool             // WithPriority was given
 }
 
 func newConfig(caller string, maxWorkers int, opts []Option) config {

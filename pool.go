@@ -23,6 +23,7 @@ type Pool struct {
 
 	mu       sync.Mutex
 	children map[*Pool]struct{}
+	leveled  bool // a sub-pool with a priority level was made: see level
 }
 
 // task is what a Pool's queue holds. Plain tasks are funcTask values, which fit in the
@@ -54,6 +55,7 @@ func New(maxWorkers int, opts ...Option) *Pool {
 	ec := engineConfig(c, maxWorkers, runTask)
 	ec.Woke = p.wakeSubs
 	ec.Weight = taskWeight
+	ec.Level = taskLevel
 	p.core.init(c, ec, p.Stop, isSubWorker)
 	return p
 }
@@ -167,13 +169,16 @@ func (p *Pool) Sub(maxWorkers int, opts ...Option) *Pool {
 	base.queueSize, base.nonBlocking, base.minWorkers, base.ctx = 0, false, 0, nil
 	base.hooks, base.histograms = nil, false
 	base.clearOverload()
+	base.priority = 0
 	c := newConfigFrom(base, "Sub", maxWorkers, opts)
 	c.minWorkers = 0
 	child := &Pool{parent: p}
 	ec := engineConfig(c, maxWorkers, runTask)
 	ec.Weight = taskWeight
+	ec.Level = taskLevel
+	level := c.priority
 	ec.Start = func(first task, since int64) {
-		p.core.e.Forward(&subWorker{e: child.core.e, pool: child, first: first, since: since, n: taskWeight(first), parent: p.core.e})
+		p.core.e.Forward(&subWorker{e: child.core.e, pool: child, first: first, since: since, n: taskWeight(first), level: level, parent: p.core.e})
 	}
 	ec.Parent = p.core.e
 	ec.Woke = child.wakeSubs
@@ -189,6 +194,7 @@ func (p *Pool) Sub(maxWorkers int, opts ...Option) *Pool {
 		p.children = make(map[*Pool]struct{})
 	}
 	p.children[child] = struct{}{}
+	p.level(child, level)
 	p.mu.Unlock()
 	if p.core.e.Stopped() {
 		child.Stop()
@@ -204,6 +210,7 @@ type subWorker struct {
 	first  task
 	since  int64
 	n      int
+	level  int
 	parent *worker.Engine[task]
 }
 

@@ -21,6 +21,9 @@
 //   - stop.go: Stop, the removal of queued tasks that will never run, and the end of the
 //     engine's last goroutine.
 //   - lock.go: how the hot path takes the lock.
+//   - weight.go: weighted tasks, which hold several slots of the limit.
+//   - priority.go: the queue by priority level, and sub-pools taking turns in it.
+//   - keyed.go: admission of a keyed pool's runners.
 //
 // Slots and goroutines are counted apart. running is the number of tasks started and not
 // finished: the limit bounds it, and it is what Counters reports as Running. workers is the
@@ -38,7 +41,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/crewgo/crew/internal/queue"
 	"github.com/crewgo/crew/internal/spare"
 )
 
@@ -107,6 +109,9 @@ type Config[T any] struct {
 	// Weight, when set, gives a task's weight: the slots it holds while it runs (see
 	// weight.go). It is called only after UseWeights.
 	Weight func(T) int
+	// Level, when set, gives a task's priority level (see priority.go). It is called only
+	// after UseLevels.
+	Level func(T) int
 }
 
 // Counters is a snapshot of an Engine's state, taken under its lock.
@@ -131,8 +136,8 @@ type Engine[T any] struct {
 	cfg Config[T]
 
 	mu      sync.Mutex
-	queue   queue.Queue[T]
-	idle    []*worker[T] // parked workers; LIFO, so idle[0] has been idle longest
+	queue   levelQueue[T] // the plain FIFO unless leveled: see priority.go
+	idle    []*worker[T]  // parked workers; LIFO, so idle[0] has been idle longest
 	blocked waiterList[T]
 	max     int
 	running int // tasks started and not finished

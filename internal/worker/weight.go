@@ -67,5 +67,5 @@ func (e *Engine[T]) Unhold(n int) {
 // serialWorkers reports whether a sub-pool's worker must not take a next task: see above.
 // Callers hold e.mu.
 func (e *Engine[T]) serialWorkers() bool {
-	return e.sched&gateWeights != 0 && e.cfg.Start != nil
+	return e.sched&(gateWeights|gateTurns) != 0 && e.cfg.Start != nil
 }

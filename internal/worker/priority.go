@@ -1,0 +1,140 @@
+package worker
+
+import "github.com/crewgo/crew/internal/queue"
+
+// Priority levels. A parent pool's queue holds its own tasks (level 0) and its sub-pools'
+// workers (Config.Start forwards them), each sub-pool at its level. Once a leveled sub-pool
+// exists (UseLevels), the queue becomes one FIFO per level, and Peek and Pop serve the
+// highest level that has a task: since every start goes through startNext or take, which
+// look at Peek, a worker never takes a lower-level task while a higher-level one waits, and
+// tasks of one level start first in, first out. Blocked submitters need no levels: only a
+// pool's own submitters block on its queue, and they are all level 0; a sub-pool's workers
+// are forwarded and never wait for room.
+//
+// Until UseLevels, levelQueue is the plain queue behind one nil test per call: pools without
+// leveled sub-pools pay nothing else.
+//
+// Classes share the parent fairly because a sub-pool whose parent has levels runs one task
+// per turn on a parent's worker (UseTurns, serialWorkers) and queues a new worker at the tail
+// of its level for the next one, instead of draining its queue on the parent's worker: a
+// low class holding a worker cannot keep it from a higher class, and sub-pools at one level
+// take turns.
+
+// gateTurns makes a sub-pool's workers run one task each: see serialWorkers.
+const gateTurns = gateWeights << 1
+
+// levelQueue is the engine's queue of waiting tasks: the plain FIFO, or one FIFO per level.
+type levelQueue[T any] struct {
+	queue.Queue[T] // every task while lv is nil
+	lv             *levels[T]
+}
+
+// levels holds one FIFO per level, highest level first.
+type levels[T any] struct {
+	level func(T) int
+	qs    []*leveled[T]
+	n     int
+}
+
+type leveled[T any] struct {
+	level int
+	q     queue.Queue[T]
+}
+
+func (q *levelQueue[T]) Len() int {
+	if q.lv == nil {
+		return q.Queue.Len()
+	}
+	return q.lv.n
+}
+
+func (q *levelQueue[T]) Push(v T) {
+	if q.lv == nil {
+		q.Queue.Push(v)
+		return
+	}
+	q.lv.of(q.lv.level(v)).Push(v)
+	q.lv.n++
+}
+
+func (q *levelQueue[T]) Peek() (T, bool) {
+	if q.lv == nil {
+		return q.Queue.Peek()
+	}
+	for _, l := range q.lv.qs {
+		if l.q.Len() > 0 {
+			return l.q.Peek()
+		}
+	}
+	var zero T
+	return zero, false
+}
+
+func (q *levelQueue[T]) Pop() (T, bool) {
+	if q.lv == nil {
+		return q.Queue.Pop()
+	}
+	for _, l := range q.lv.qs {
+		if l.q.Len() > 0 {
+			q.lv.n--
+			return l.q.Pop()
+		}
+	}
+	var zero T
+	return zero, false
+}
+
+func (q *levelQueue[T]) Free() {
+	q.Queue.Free()
+	if q.lv != nil {
+		for _, l := range q.lv.qs {
+			l.q.Free()
+		}
+	}
+}
+
+// of returns the FIFO of level, adding it in order if it is new.
+func (l *levels[T]) of(level int) *queue.Queue[T] {
+	i := 0
+	for ; i < len(l.qs); i++ {
+		if l.qs[i].level == level {
+			return &l.qs[i].q
+		}
+		if l.qs[i].level < level {
+			break
+		}
+	}
+	l.qs = append(l.qs, nil)
+	copy(l.qs[i+1:], l.qs[i:])
+	l.qs[i] = &leveled[T]{level: level}
+	return &l.qs[i].q
+}
+
+// UseLevels makes the queue serve tasks by level, Config.Level giving each task's. Tasks
+// already queued keep their order at level 0, where they belong: before a leveled sub-pool
+// exists, none of its workers can be queued. It cannot be undone.
+func (e *Engine[T]) UseLevels() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.queue.lv != nil || e.cfg.Level == nil {
+		return
+	}
+	lv := &levels[T]{level: e.cfg.Level}
+	for {
+		v, ok := e.queue.Queue.Pop()
+		if !ok {
+			break
+		}
+		lv.of(0).Push(v)
+		lv.n++
+	}
+	e.queue.lv = lv
+}
+
+// UseTurns makes the engine's workers, which must be a sub-pool's (Config.Start), run one
+// task each, so that each task takes its turn in the parent's queue. It cannot be undone.
+func (e *Engine[T]) UseTurns() {
+	e.mu.Lock()
+	e.sched |= gateTurns
+	e.mu.Unlock()
+}

@@ -1,0 +1,45 @@
+package crew
+
+// WithPriority gives a sub-pool ([Pool.Sub]) a priority level in its parent: whenever one of
+// the parent's workers takes a task, it takes one of the highest level waiting, so no task of
+// a higher level is waiting when a lower-level one starts. Within a level, tasks start first
+// in, first out, and sub-pools at one level take turns. The parent's own tasks and sub-pools
+// without the option are at level 0; levels may be negative. Running tasks are never
+// preempted.
+//
+// Once a parent has a sub-pool with a level other than 0, each task of its sub-pools waits
+// for its own turn in the parent's queue instead of running on a parent's worker right after
+// the sub-pool's previous task, so a busy sub-pool cannot hold a worker that a higher level
+// needs. [Go], [Pool.Group], [Map] and the rest work on a sub-pool with a level as on any.
+//
+// On [New], [NewFunc] and [NewKeyed] a level has nothing to be compared with: New and NewFunc
+// ignore it, and NewKeyed panics as for any option it does not take.
+func WithPriority(level int) Option {
+	return func(c *config) { c.priority = level; c.prioritySet = true }
+}
+
+// level records that child, just made, has the priority level given, and, when the first
+// leveled sub-pool appears, makes p's queue serve by level and every sub-pool of p take
+// turns. Callers hold p.mu.
+func (p *Pool) level(child *Pool, level int) {
+	if level != 0 && !p.leveled {
+		p.leveled = true
+		p.core.e.UseLevels()
+		for c := range p.children {
+			c.core.e.UseTurns()
+		}
+		return
+	}
+	if p.leveled {
+		child.core.e.UseTurns()
+	}
+}
+
+// taskLevel is a Pool engine's Config.Level: a sub-pool's worker waits at its sub-pool's
+// level, everything else at 0.
+func taskLevel(t task) int {
+	if w, ok := t.(*subWorker); ok {
+		return w.level
+	}
+	return 0
+}
