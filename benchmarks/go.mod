@@ -11,6 +11,7 @@ require (
 	github.com/crewgo/crew v0.0.0
 	github.com/destel/rill v0.7.0
 	github.com/gammazero/workerpool v1.3.0
+	github.com/go-pkgz/pool v0.9.0
 	github.com/panjf2000/ants/v2 v2.12.1
 	github.com/sourcegraph/conc v0.3.0
 	go.uber.org/goleak v1.3.0

@@ -26,6 +26,10 @@
 //     rather than package contenders' Runners. It checks every result (each in order, or their
 //     count and sum) and reports peak-pending, the most values pulled and not yet consumed.
 //
+// Two scheduling benchmarks of crew's own: BenchmarkKeyed (per-key order with one slow key,
+// against go-pkgz/pool's WithChunkFn and a goroutine per key) and BenchmarkPriorityLatency
+// (the start latency of a high-priority sub-pool's tasks under a flood of low-priority ones).
+//
 // With -short every task count and worker count shrinks (CI runs each benchmark once that
 // way) but the check of the count of tasks that ran stays.
 package suites

@@ -48,36 +48,54 @@ func (q *levelQueue[T]) Len() int {
 	return q.lv.n
 }
 
+// Push, Peek and Pop keep the leveled case out of line, so that the plain case is one test
+// and one call.
+
 func (q *levelQueue[T]) Push(v T) {
-	if q.lv == nil {
-		q.Queue.Push(v)
+	if q.lv != nil {
+		q.lv.push(v)
 		return
 	}
-	q.lv.of(q.lv.level(v)).Push(v)
-	q.lv.n++
+	q.Queue.Push(v)
 }
 
 func (q *levelQueue[T]) Peek() (T, bool) {
-	if q.lv == nil {
-		return q.Queue.Peek()
+	if q.lv != nil {
+		return q.lv.peek()
 	}
-	for _, l := range q.lv.qs {
-		if l.q.Len() > 0 {
-			return l.q.Peek()
+	return q.Queue.Peek()
+}
+
+func (q *levelQueue[T]) Pop() (T, bool) {
+	if q.lv != nil {
+		return q.lv.pop()
+	}
+	return q.Queue.Pop()
+}
+
+//go:noinline
+func (l *levels[T]) push(v T) {
+	l.of(l.level(v)).Push(v)
+	l.n++
+}
+
+//go:noinline
+func (l *levels[T]) peek() (T, bool) {
+	for _, lq := range l.qs {
+		if lq.q.Len() > 0 {
+			return lq.q.Peek()
 		}
 	}
 	var zero T
 	return zero, false
 }
 
-func (q *levelQueue[T]) Pop() (T, bool) {
-	if q.lv == nil {
-		return q.Queue.Pop()
-	}
-	for _, l := range q.lv.qs {
-		if l.q.Len() > 0 {
-			q.lv.n--
-			return l.q.Pop()
+//go:noinline
+func (l *levels[T]) pop() (T, bool) {
+	for _, lq := range l.qs {
+		if lq.q.Len() > 0 {
+			l.n--
+			return lq.q.Pop()
 		}
 	}
 	var zero T
