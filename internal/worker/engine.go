@@ -112,6 +112,9 @@ type Config[T any] struct {
 	// Level, when set, gives a task's priority level (see priority.go). It is called only
 	// after UseLevels.
 	Level func(T) int
+	// Turn, for a sub-pool's engine after UseTurns, reports whether its worker should give
+	// the parent's worker back before its next task: see priority.go.
+	Turn func() bool
 }
 
 // Counters is a snapshot of an Engine's state, taken under its lock.

@@ -14,13 +14,15 @@ import "github.com/crewgo/crew/internal/queue"
 // Until UseLevels, levelQueue is the plain queue behind one nil test per call: pools without
 // leveled sub-pools pay nothing else.
 //
-// Classes share the parent fairly because a sub-pool whose parent has levels runs one task
-// per turn on a parent's worker (UseTurns, serialWorkers) and queues a new worker at the tail
-// of its level for the next one, instead of draining its queue on the parent's worker: a
-// low class holding a worker cannot keep it from a higher class, and sub-pools at one level
-// take turns.
+// Classes share the parent fairly because a worker of a sub-pool whose parent has levels
+// (UseTurns) gives the parent's worker back after each task if anything waits in the
+// parent's queue (Config.Turn), and queues a new worker at the tail of its level for its
+// sub-pool's next task, instead of draining its queue on the parent's worker: a low class
+// holding a worker cannot keep it from a higher class, and sub-pools at one level take
+// turns. While nothing waits in the parent, it goes on with its queue, as without levels.
+// Config.Turn takes the parent's lock under the sub-pool's, the order Release already uses.
 
-// gateTurns makes a sub-pool's workers run one task each: see serialWorkers.
+// gateTurns makes a sub-pool's workers give their turn back: see serialWorkers.
 const gateTurns = gateWeights << 1
 
 // levelQueue is the engine's queue of waiting tasks: the plain FIFO, or one FIFO per level.
@@ -39,6 +41,14 @@ type levels[T any] struct {
 type leveled[T any] struct {
 	level int
 	q     queue.Queue[T]
+}
+
+// Queued reports whether any task waits in the queue. A sub-pool's Config.Turn asks its
+// parent's.
+func (e *Engine[T]) Queued() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.queue.Len() > 0
 }
 
 func (q *levelQueue[T]) Len() int {
@@ -149,8 +159,8 @@ func (e *Engine[T]) UseLevels() {
 	e.queue.lv = lv
 }
 
-// UseTurns makes the engine's workers, which must be a sub-pool's (Config.Start), run one
-// task each, so that each task takes its turn in the parent's queue. It cannot be undone.
+// UseTurns makes the engine's workers, which must be a sub-pool's (Config.Start), give the
+// parent's worker back after a task whenever Config.Turn says so. It cannot be undone.
 func (e *Engine[T]) UseTurns() {
 	e.mu.Lock()
 	e.sched |= gateTurns

@@ -64,8 +64,12 @@ func (e *Engine[T]) Unhold(n int) {
 	e.launchAll(starts)
 }
 
-// serialWorkers reports whether a sub-pool's worker must not take a next task: see above.
-// Callers hold e.mu.
+// serialWorkers reports whether a sub-pool's worker must not take a next task: with weights
+// in use (see above), or when it takes turns and the parent has work waiting (see
+// priority.go). Callers hold e.mu.
 func (e *Engine[T]) serialWorkers() bool {
-	return e.sched&(gateWeights|gateTurns) != 0 && e.cfg.Start != nil
+	if e.cfg.Start == nil {
+		return false
+	}
+	return e.sched&gateWeights != 0 || (e.sched&gateTurns != 0 && e.cfg.Turn != nil && e.cfg.Turn())
 }
