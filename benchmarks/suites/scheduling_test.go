@@ -33,7 +33,8 @@ type keyedRunner struct {
 }
 
 // BenchmarkKeyed runs tasks of many keys, one at a time per key, where one key is slow:
-// key 0's tasks take a millisecond each, the others' a microsecond. fast-ms/op is how long
+// key 0's tasks wait 2ms each (as for a slow remote call), the others compute for a
+// microsecond. fast-ms/op is how long
 // the fast keys' tasks took to finish, which is what a slow key costs the others: crew's
 // Keyed gives the slow key one worker at a time; go-pkgz/pool's WithChunkFn hashes keys to
 // fixed workers, so the keys that share the slow key's worker wait behind it; a goroutine
@@ -42,7 +43,7 @@ func BenchmarkKeyed(b *testing.B) {
 	const workers = 8
 	keys := shrink(1000, 10)
 	perKey := 10
-	slow := shrink(20, 4)
+	slow := shrink(50, 5)
 	runners := []keyedRunner{
 		{"crew", func(b *testing.B, tasks []keyedTask) {
 			p := crew.New(workers)
@@ -107,7 +108,7 @@ func BenchmarkKeyed(b *testing.B) {
 					fastEnd <- time.Now()
 				}
 			}
-			slowTask := func() { spin(time.Millisecond); ran.Add(1) }
+			slowTask := func() { time.Sleep(2 * time.Millisecond); ran.Add(1) }
 			var tasks []keyedTask
 			for i := range slow {
 				tasks = append(tasks, keyedTask{0, slowTask})
