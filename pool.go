@@ -176,8 +176,8 @@ func (p *Pool) Sub(maxWorkers int, opts ...Option) *Pool {
 	ec := engineConfig(c, maxWorkers, runTask)
 	ec.Weight = taskWeight
 	ec.Level = taskLevel
-	ec.Turn = p.core.e.Queued
 	level := c.priority
+	ec.Turn = turnIn(p.core.e, level)
 	ec.Start = func(first task, since int64) {
 		p.core.e.Forward(&subWorker{e: child.core.e, pool: child, first: first, since: since, n: taskWeight(first), level: level, parent: p.core.e})
 	}

@@ -1,5 +1,11 @@
 package crew
 
+import (
+	"sync/atomic"
+
+	"github.com/crewgo/crew/internal/worker"
+)
+
 // WithPriority gives a sub-pool ([Pool.Sub]) a priority level in its parent: whenever one of
 // the parent's workers takes a task, it takes one of the highest level waiting, so no task of
 // a higher level is waiting when a lower-level one starts. Within a level, tasks start first
@@ -32,6 +38,23 @@ func (p *Pool) level(child *Pool, level int) {
 	}
 	if p.leveled {
 		child.core.e.UseTurns()
+	}
+}
+
+// turnBatch is how many tasks a leveled sub-pool runs, over all its workers, between two
+// turns given back to its own level. Giving the parent's worker back after every task would
+// re-queue every task (the sub-pool's own waiting workers are at its level) and doubled the
+// time of BenchmarkPriorityLatency's flood; a higher level waiting is served after one task
+// whatever the count (TestWithPriorityLowClassCannotHoldTheWorker).
+const turnBatch = 8
+
+// turnIn returns the Config.Turn of a sub-pool at level in parent: see
+// internal/worker/priority.go.
+func turnIn(parent *worker.Engine[task], level int) func() bool {
+	var served atomic.Uint32
+	return func() bool {
+		above, at := parent.QueuedFrom(level)
+		return above || (served.Add(1)%turnBatch == 0 && at)
 	}
 }
 

@@ -15,12 +15,15 @@ import "github.com/crewgo/crew/internal/queue"
 // leveled sub-pools pay nothing else.
 //
 // Classes share the parent fairly because a worker of a sub-pool whose parent has levels
-// (UseTurns) gives the parent's worker back after each task if anything waits in the
-// parent's queue (Config.Turn), and queues a new worker at the tail of its level for its
-// sub-pool's next task, instead of draining its queue on the parent's worker: a low class
-// holding a worker cannot keep it from a higher class, and sub-pools at one level take
-// turns. While nothing waits in the parent, it goes on with its queue, as without levels.
-// Config.Turn takes the parent's lock under the sub-pool's, the order Release already uses.
+// (UseTurns) gives the parent's worker back when Config.Turn says so, and its sub-pool queues
+// a new worker at the tail of its level for the next task, instead of draining its queue on
+// the parent's worker: a low class holding a worker cannot keep it from a higher class, and
+// sub-pools at one level take turns. crew's Turn says so after any task while a higher level
+// waits in the parent, and after a short batch while the same level waits (its sub-pool's own
+// re-queued workers among them, so yielding after every task would re-queue every task).
+// While nothing at its level or above waits, the worker goes on with its queue, as without
+// levels. Config.Turn takes the parent's lock under the sub-pool's, the order Release already
+// uses.
 
 // gateTurns makes a sub-pool's workers give their turn back: see serialWorkers.
 const gateTurns = gateWeights << 1
@@ -43,12 +46,27 @@ type leveled[T any] struct {
 	q     queue.Queue[T]
 }
 
-// Queued reports whether any task waits in the queue. A sub-pool's Config.Turn asks its
-// parent's.
-func (e *Engine[T]) Queued() bool {
+// QueuedFrom reports whether a task waits at a level above level, and whether one waits at
+// level itself. A sub-pool's Config.Turn asks its parent's.
+func (e *Engine[T]) QueuedFrom(level int) (above, at bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.queue.Len() > 0
+	if e.queue.lv == nil {
+		n := e.queue.Len() > 0
+		return n && level < 0, n && level == 0
+	}
+	for _, l := range e.queue.lv.qs {
+		if l.level < level {
+			break
+		}
+		if l.q.Len() > 0 {
+			if l.level > level {
+				return true, false
+			}
+			at = true
+		}
+	}
+	return false, at
 }
 
 func (q *levelQueue[T]) Len() int {
