@@ -62,7 +62,8 @@ func NewKeyed[K comparable](p *Pool, opts ...Option) *Keyed[K] {
 			opt(&c)
 		}
 	}
-	if c.minWorkers != 0 || c.idleTimeout != -1 || c.panicHandler != nil || c.ctx != nil || c.now != nil || c.prioritySet || c.noRecover {
+	if c.minWorkers != 0 || c.idleTimeout != -1 || c.panicHandler != nil || c.ctx != nil || c.now != nil || c.prioritySet || c.noRecover ||
+		c.hooks != nil || c.histograms {
 		panic("crew: NewKeyed: only WithQueueSize and WithNonBlocking apply to a Keyed")
 	}
 	return &Keyed[K]{p: p, queueSize: c.queueSize, nonBlocking: c.nonBlocking}
