@@ -63,10 +63,11 @@ func NewKeyed[K comparable](p *Pool, opts ...Option) *Keyed[K] {
 		}
 	}
 	if c.minWorkers != 0 || c.idleTimeout != -1 || c.panicHandler != nil || c.ctx != nil || c.now != nil || c.prioritySet || c.noRecover ||
-		c.hooks != nil || c.histograms {
+		c.hooks != nil || c.histograms || (c.overflow != Block && c.overflow != Reject) || c.maxWait != 0 || c.limitBlocked ||
+		c.discard != nil || c.rateSet {
 		panic("crew: NewKeyed: only WithQueueSize and WithNonBlocking apply to a Keyed")
 	}
-	return &Keyed[K]{p: p, queueSize: c.queueSize, nonBlocking: c.nonBlocking}
+	return &Keyed[K]{p: p, queueSize: c.queueSize, nonBlocking: c.nonBlocking || c.overflow == Reject}
 }
 
 // Submit queues task to run after every task submitted earlier with the same key. A nil

@@ -389,3 +389,27 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// TestStopNowHandsBackKeyedAndWeightedTasks: StopNow returns the keyed tasks still waiting
+// (their key's state is freed) and weighted tasks not started, as plain functions, and none of
+// them runs.
+func TestStopNowHandsBackKeyedAndWeightedTasks(t *testing.T) {
+	t.Parallel()
+	p := crew.New(2)
+	release := holdWorkers(t, plainPool{p}, 2, 0)
+	k := crew.NewKeyed[int](p)
+	never := func() { t.Error("a task StopNow returned ran") }
+	for key := range 3 {
+		for range 4 {
+			must(t, k.Submit(key, never))
+		}
+	}
+	must(t, p.SubmitN(2, never))
+	got := p.StopNow()
+	release()
+	p.StopAndWait()
+	k.Wait()
+	if len(got) != 13 {
+		t.Fatalf("StopNow returned %d tasks, want 13", len(got))
+	}
+}
