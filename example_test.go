@@ -11,6 +11,39 @@ import (
 	"github.com/crewgo/crew"
 )
 
+// Example hands work to a pool in the three usual ways: plain tasks, a function whose
+// result is wanted, and a group of calls that fail together.
+func Example() {
+	pool := crew.New(8) // at most 8 tasks run at once
+	defer pool.StopAndWait()
+
+	// Plain tasks: fire and forget, then wait for all of them.
+	var done atomic.Int32
+	for range 10 {
+		pool.Submit(func() { done.Add(1) })
+	}
+	pool.Wait()
+
+	// A result computed on the pool.
+	answer := crew.Go(pool, func() (int, error) { return 6 * 7, nil })
+
+	// A group: the first error cancels the others' context and is what Wait returns.
+	g, _ := pool.Group(context.Background())
+	for _, name := range []string{"a.txt", "b.txt", "missing.txt"} {
+		g.Go(func(ctx context.Context) error {
+			if name == "missing.txt" {
+				return fmt.Errorf("open %s: not found", name)
+			}
+			return ctx.Err() // nil, unless another call has failed already
+		})
+	}
+	err := g.Wait()
+
+	v, _ := answer.Wait()
+	fmt.Println(done.Load(), v, err)
+	// Output: 10 42 open missing.txt: not found
+}
+
 func ExampleNew() {
 	pool := crew.New(4) // at most 4 tasks run at once
 	defer pool.StopAndWait()
@@ -112,11 +145,17 @@ func ExamplePool_Wait() {
 
 func ExamplePool_Stop() {
 	pool := crew.New(2)
-	pool.Submit(func() {})
+	var ran atomic.Bool
+	pool.Submit(func() { ran.Store(true) })
 	pool.Stop() // accepted tasks still run
-	fmt.Println(pool.Submit(func() {}))
+
+	err := pool.Submit(func() {}) // this one is refused and never runs
+	fmt.Println(errors.Is(err, crew.ErrStopped), err)
 	pool.StopAndWait()
-	// Output: crew: pool is stopped
+	fmt.Println("accepted task ran:", ran.Load())
+	// Output:
+	// true crew: pool is stopped
+	// accepted task ran: true
 }
 
 func ExamplePool_StopAndWait() {
@@ -327,15 +366,6 @@ func ExampleStats() {
 	s := pool.Stats()
 	fmt.Printf("submitted %d, completed %d, panicked %d\n", s.Accepted, s.Completed, s.Panicked)
 	// Output: submitted 2, completed 1, panicked 1
-}
-
-func ExampleErrStopped() {
-	pool := crew.New(1)
-	pool.StopAndWait()
-	if err := pool.Submit(func() {}); errors.Is(err, crew.ErrStopped) {
-		fmt.Println("the task was not accepted")
-	}
-	// Output: the task was not accepted
 }
 
 func ExampleWithoutPanicRecovery() {

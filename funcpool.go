@@ -1,6 +1,9 @@
 package crew
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // FuncPool runs one function, fn, on arguments of type T, on at most MaxWorkers reused
 // goroutines. It is [Pool] for the case where every task calls the same function: the
@@ -76,3 +79,17 @@ func (p *FuncPool[T]) Resize(maxWorkers int) { p.core.resize(maxWorkers) }
 
 // Stats returns a consistent snapshot of the pool's counters; see [Stats].
 func (p *FuncPool[T]) Stats() Stats { return p.core.stats() }
+
+// Stopped reports whether the pool has stopped accepting calls; see [Pool.Stopped].
+func (p *FuncPool[T]) Stopped() bool { return p.core.stopped() }
+
+// QueueSize returns the bound on waiting calls that the pool was built with
+// ([WithQueueSize]); 0 means unbounded.
+func (p *FuncPool[T]) QueueSize() int { return p.core.cfg.queueSize }
+
+// MinWorkers returns the number of workers kept alive while idle ([WithMinWorkers]).
+func (p *FuncPool[T]) MinWorkers() int { return p.core.cfg.minWorkers }
+
+// IdleTimeout returns how long a worker above the minimum stays idle before it exits
+// ([WithIdleTimeout]); [NoIdleTimeout] means never.
+func (p *FuncPool[T]) IdleTimeout() time.Duration { return p.core.cfg.idleTimeout }

@@ -3,6 +3,7 @@ package crew
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/crewgo/crew/internal/worker"
@@ -102,7 +103,8 @@ func WithMinWorkers(n int) Option {
 
 // WithIdleTimeout sets how long a worker above the minimum waits idle for a task before it
 // exits; the default is [DefaultIdleTimeout]. 0 makes such workers exit as soon as they find
-// nothing to do. It panics if d is negative.
+// nothing to do, and [NoIdleTimeout] keeps them until the pool stops. It panics if d is
+// negative.
 func WithIdleTimeout(d time.Duration) Option {
 	if d < 0 {
 		panic(fmt.Sprintf("crew: WithIdleTimeout: d must be >= 0, got %v", d))
@@ -142,3 +144,9 @@ func WithContext(ctx context.Context) Option {
 func WithoutPanicRecovery() Option {
 	return func(c *config) { c.noRecover = true }
 }
+
+// NoIdleTimeout is the idle timeout that never expires: given to [WithIdleTimeout], it keeps
+// every worker a pool has started alive until the pool stops. Workers still start only as
+// tasks arrive, but none exits for being idle. It is the longest [time.Duration], about 292
+// years.
+const NoIdleTimeout time.Duration = math.MaxInt64

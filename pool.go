@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/crewgo/crew/internal/worker"
 )
@@ -363,4 +364,37 @@ func (c *core[T]) resize(maxWorkers int) {
 		panic(fmt.Sprintf("crew: Resize: maxWorkers must be >= 1, got %d", maxWorkers))
 	}
 	c.e.Resize(maxWorkers)
+}
+
+// Stopped reports whether the pool has stopped accepting tasks: after [Pool.Stop],
+// [Pool.StopAndWait] or [Pool.Shutdown], its parent's Stop, or the end of the [WithContext]
+// context. Once it reports true it always will, and submits return [ErrStopped]. Tasks
+// accepted before may still be running: [Pool.Wait] and [Pool.StopAndWait] wait for them. It
+// is safe for concurrent use and from a task.
+func (p *Pool) Stopped() bool { return p.core.stopped() }
+
+// QueueSize returns the bound on waiting tasks that the pool was built with
+// ([WithQueueSize]); 0 means unbounded, as it always is for a sub-pool.
+func (p *Pool) QueueSize() int { return p.core.cfg.queueSize }
+
+// MinWorkers returns the number of workers kept alive while idle ([WithMinWorkers]).
+func (p *Pool) MinWorkers() int { return p.core.cfg.minWorkers }
+
+// IdleTimeout returns how long a worker above the minimum stays idle before it exits
+// ([WithIdleTimeout]); [NoIdleTimeout] means never. A sub-pool's workers do not wait idle:
+// they return to the parent as soon as the sub-pool's queue is empty.
+func (p *Pool) IdleTimeout() time.Duration { return p.core.cfg.idleTimeout }
+
+// stopped reports whether submits are refused with ErrStopped.
+func (c *core[T]) stopped() bool {
+	if c.ctxDone != nil {
+		// The pool's context may have ended a moment before its AfterFunc stops the
+		// engine; offer already refuses submits then, so the pool is stopped.
+		select {
+		case <-c.ctxDone:
+			return true
+		default:
+		}
+	}
+	return c.e.Stopped()
 }
