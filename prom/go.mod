@@ -3,7 +3,7 @@ module github.com/crewgo/crew/prom
 go 1.26.0
 
 require (
-	github.com/crewgo/crew v0.0.0
+	github.com/crewgo/crew v0.1.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/client_model v0.6.3
 	go.uber.org/goleak v1.3.0
@@ -19,5 +19,3 @@ require (
 	golang.org/x/sys v0.48.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )
-
-replace github.com/crewgo/crew => ../
