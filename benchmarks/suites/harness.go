@@ -1,6 +1,9 @@
 package suites
 
 import (
+	"flag"
+	"fmt"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -17,6 +20,27 @@ type load struct {
 }
 
 func (l load) total() int { return l.users * l.perUser }
+
+// quick is set by crewbench's quick run: workloads that take seconds at their published size
+// run scaled down, and are named by the sizes that ran (see pondLoads).
+var quick = flag.Bool("suites.quick", false, "run pond's workloads scaled down to about a tenth of their time, named by their sizes")
+
+// loadName names a workload by its sizes, as pond does: "1u-1Mt" is 1 user submitting 1M tasks,
+// "10Ku-100t" 10K users submitting 100 each.
+func loadName(users, perUser int) string {
+	return fmt.Sprintf("%su-%st", count(users), count(perUser))
+}
+
+// count writes n as pond's workload names do: 1M, 10K, 100.
+func count(n int) string {
+	switch {
+	case n >= 1_000_000 && n%1_000_000 == 0:
+		return strconv.Itoa(n/1_000_000) + "M"
+	case n >= 1000 && n%1000 == 0:
+		return strconv.Itoa(n/1000) + "K"
+	}
+	return strconv.Itoa(n)
+}
 
 // shrink divides n by div under -short, to at least 1: how CI keeps a run fast without
 // skipping a benchmark.

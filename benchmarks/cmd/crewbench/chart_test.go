@@ -1,12 +1,19 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
+	"image/color"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
 
 	"github.com/crewgo/crew/benchmarks/contenders"
 )
@@ -56,7 +63,7 @@ func TestColourDependsOnlyOnPlaceInContendersAll(t *testing.T) {
 }
 
 // TestBarsAreLog2OfMultiple checks the chart's bar heights: the base-2 logarithm of the
-// contender's time as a multiple of crew's, 0 where it did not run.
+// contender's time as a multiple of crew's, NaN (no bar) where it did not run.
 func TestBarsAreLog2OfMultiple(t *testing.T) {
 	rep, err := analyze(rawOf(taskqBench, map[string][]float64{
 		"crew": {100}, "pond": {200}, "ants": {25},
@@ -65,9 +72,55 @@ func TestBarsAreLog2OfMultiple(t *testing.T) {
 		t.Fatal(err)
 	}
 	sr := rep.suites[0]
-	for name, want := range map[string]float64{"crew": 0, "pond": 1, "ants": -2, "gopool": 0} {
+	for name, want := range map[string]float64{"crew": 0, "pond": 1, "ants": -2} {
 		if got := sr.bars(name); len(got) != 1 || got[0] != want {
 			t.Errorf("bars(%s) = %v, want [%g]", name, got, want)
+		}
+	}
+	if got := sr.bars("gopool"); len(got) != 1 || !math.IsNaN(got[0]) {
+		t.Errorf("bars(gopool), which did not run = %v, want [NaN]", got)
+	}
+}
+
+// TestChartIsOpaqueAndShowsEveryContendersBars renders a chart in which crew is the fastest in
+// every scenario, so that its bars are the shortest, and checks that every pixel is opaque
+// (the chart reads the same on a dark page as on a light one) and that each contender's
+// colour shows in the plot, left of the legend: crew's bars have a height too.
+func TestChartIsOpaqueAndShowsEveryContendersBars(t *testing.T) {
+	o := taskqOptions(t) // crew, pond, ants
+	var raw bytes.Buffer
+	for _, bench := range []string{taskqBench, "BenchmarkTaskQ/workers=NumCPU/task=sleep1ms"} {
+		raw.Write(rawOf(bench, map[string][]float64{"crew": {50}, "pond": {100}, "ants": {400}}))
+	}
+	rep, err := analyze(raw.Bytes(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sr := rep.suites[0]
+	w, h := sr.chartSize(o.contenders)
+	// A transparent canvas, as an SVG's is: only what the chart draws covers it.
+	canvas := vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseBackgroundColor(color.Transparent))
+	if err := sr.drawChart(draw.New(canvas), o.contenders, "test machine"); err != nil {
+		t.Fatal(err)
+	}
+	img := canvas.Image()
+	b := img.Bounds()
+	plotRight := b.Min.X + int(float64(b.Dx())*float64((w-vg.Points(chartLegendWidth))/w))
+	seen := map[color.RGBA]int{}
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		for x := b.Min.X; x < b.Max.X; x++ {
+			r, g, bl, a := img.At(x, y).RGBA()
+			if a != 0xffff {
+				t.Fatalf("pixel (%d, %d) has alpha %#x: the chart is not opaque", x, y, a)
+			}
+			if x < plotRight {
+				seen[color.RGBA{uint8(r >> 8), uint8(g >> 8), uint8(bl >> 8), 0xff}]++
+			}
+		}
+	}
+	for _, n := range o.contenders {
+		if seen[colour(n)] == 0 {
+			t.Errorf("no bar of %s (%v) shows in the plot", n, colour(n))
 		}
 	}
 }

@@ -4,16 +4,20 @@
 //
 // Run from the benchmarks module:
 //
-//	go run ./cmd/crewbench                # quick selection, a few minutes
+//	go run ./cmd/crewbench                # quick run, a few minutes
 //	go run ./cmd/crewbench -full -out ../docs/benchmarks
 //
 // It compiles the suites' test binary once, then runs it -count passes, one process per suite
 // and contender, turning the order of the contenders by one place each pass so that a drifting
-// machine does not favour whoever runs first. It prints progress on standard error and, on
-// standard output, one markdown table per suite with each contender's median time, B/op and
-// allocs/op and its time as a multiple of crew's; a multiple that the Mann-Whitney U test of
-// golang.org/x/perf/benchmath does not find significant is marked with "~". With -out it also
-// writes the raw benchmark output (benchstat reads it), the tables and one SVG chart per suite.
+// machine does not favour whoever runs first. The quick run (the default) runs every scenario
+// of pond's suite scaled down, and a few scenarios of the others; -full runs everything at the
+// published sizes. It prints progress on standard error and, on standard output, a summary a
+// person can read: per scenario, crew's median time, its rank, the fastest other contender
+// and its time as a multiple of crew's; a multiple that the Mann-Whitney U test of
+// golang.org/x/perf/benchmath does not find significant is marked with "~". It writes the raw
+// benchmark output (benchstat reads it), one markdown table per suite with every contender's
+// figures, and one SVG chart per suite to the -out folder, ./crewbench-out by default, and
+// names that folder on the last line.
 package main
 
 import (
@@ -27,6 +31,9 @@ import (
 
 	"github.com/crewgo/crew/benchmarks/contenders"
 )
+
+// defaultOut is where a run writes its files unless -out says otherwise.
+const defaultOut = "crewbench-out"
 
 // options are the parsed command line.
 type options struct {
@@ -61,22 +68,23 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("crewbench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.BoolVar(&o.full, "full", false, "run every scenario of every suite, heavy ones included (tens of minutes)")
+	fs.BoolVar(&o.full, "full", false, "run every scenario of every suite at its published size (hours)")
 	fs.BoolVar(&o.short, "short", false, "shrink every workload (go test -short): a smoke test whose figures mean nothing")
-	fs.IntVar(&o.count, "count", 3, "passes over the contenders; each pass gives each benchmark one sample")
+	fs.IntVar(&o.count, "count", 5, "passes over the contenders; each pass gives each benchmark one sample (4 or more for the significance marks)")
 	suiteList := fs.String("suite", "", "comma-separated suites to run (default all): "+strings.Join(suiteNames(), ", "))
 	contenderList := fs.String("contenders", "", "comma-separated contenders to run (default all); crew is always added")
 	fs.StringVar(&o.skip, "skip", "", "leave out the benchmarks this matches (go test -skip syntax, e.g. 'Pond/load=1Ku-1Kt')")
 	fs.StringVar(&o.in, "in", "", "analyze this earlier raw.txt instead of running anything (-count is then read from it)")
-	fs.StringVar(&o.scenarios, "scenarios", "", "the scenarios to run, as -test.bench matches the levels between a suite and its contenders (e.g. '^load=1u-1Mt$/.'); default: the quick or -full selection")
-	fs.StringVar(&o.out, "out", "", "directory for the raw output, the markdown tables and the SVG charts (default: print tables only)")
+	fs.StringVar(&o.scenarios, "scenarios", "", "the scenarios to run, as -test.bench matches the levels between a suite and its contenders (e.g. '^load=1u-1Mt$/.' with -full; the quick run's pond scenarios are named by their smaller sizes); default: the quick or -full selection")
+	fs.StringVar(&o.out, "out", defaultOut, "folder for the raw output, the markdown tables and the SVG charts; empty: write nothing")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), `Usage: go run ./cmd/crewbench [flags]
 
 Runs the published suites of pond, ultrapool, itogami, TaskQ and johnsiilver/pools on crew, its
-peers and the baselines, and crew's streaming maps against rill, conc's stream and errgroup,
-and prints one markdown table per suite with each contender's time as a multiple of crew's.
-Without -full it runs a quick selection.
+peers and the baselines, and crew's streaming maps against rill, conc's stream and errgroup;
+prints a summary (per scenario: crew's rank, the fastest other contender and its time as a
+multiple of crew's) and writes the full tables and the charts to -out. Without -full it runs
+a quick selection: every scenario of pond's suite, scaled down, and a few of the others.
 
 Flags:
 `)

@@ -225,7 +225,11 @@ func commandLine(o options) string {
 	if o.skip != "" {
 		args = append(args, "-skip '"+o.skip+"'")
 	}
-	if o.out != "" {
+	switch o.out {
+	case defaultOut:
+	case "":
+		args = append(args, "-out ''")
+	default:
 		args = append(args, "-out "+o.out)
 	}
 	return strings.Join(args, " ")
@@ -467,6 +471,5 @@ func (rep *report) write(dir string, md string) error {
 			return fmt.Errorf("chart of %s: %w", sr.suite.name, err)
 		}
 	}
-	fmt.Fprintf(os.Stderr, "crewbench: wrote %s\n", dir)
 	return nil
 }

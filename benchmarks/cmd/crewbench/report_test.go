@@ -65,14 +65,20 @@ func suiteOptions(t *testing.T, name string) options {
 
 func taskqOptions(t *testing.T) options { return suiteOptions(t, "taskq") }
 
-// tablesOf is the markdown of the report on raw with options o.
-func tablesOf(t *testing.T, raw []byte, o options) string {
+// reportOf is the report on raw with options o.
+func reportOf(t *testing.T, raw []byte, o options) *report {
 	t.Helper()
 	rep, err := analyze(raw, o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return rep.markdown()
+	return rep
+}
+
+// tablesOf is the markdown of the report on raw with options o.
+func tablesOf(t *testing.T, raw []byte, o options) string {
+	t.Helper()
+	return reportOf(t, raw, o).markdown()
 }
 
 // checkContains reports through t each of wants that md lacks.
@@ -140,7 +146,7 @@ func TestPublishFromRawWritesRawBeside(t *testing.T) {
 	}
 	o := taskqOptions(t)
 	o.in, o.out = in, filepath.Join(dir, "docs")
-	if err := publish(o, raw); err != nil {
+	if err := publishTo(io.Discard, o, raw); err != nil {
 		t.Fatal(err)
 	}
 	got, err := os.ReadFile(filepath.Join(o.out, "raw.txt"))
@@ -161,7 +167,7 @@ func TestPublishFromRawWritesRawBeside(t *testing.T) {
 	if err := os.Chtimes(o.in, before, before); err != nil {
 		t.Fatal(err)
 	}
-	if err := publish(o, got); err != nil {
+	if err := publishTo(io.Discard, o, got); err != nil {
 		t.Fatal(err)
 	}
 	if again, err := os.ReadFile(o.in); err != nil || string(again) != string(raw) {

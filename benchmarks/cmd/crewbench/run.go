@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -117,26 +118,36 @@ func run(o options) error {
 	return publish(o, raw.Bytes())
 }
 
-// publish analyzes raw, prints the tables and, with -out, writes them and the charts.
+// publish analyzes raw, prints the summary and, unless -out is empty, writes the tables and
+// the charts, and names the folder on the last line.
 func publish(o options, raw []byte) error {
+	return publishTo(os.Stdout, o, raw)
+}
+
+// publishTo is publish printing to w.
+func publishTo(w io.Writer, o options, raw []byte) error {
 	rep, err := analyze(raw, o)
 	if err != nil {
 		return err
 	}
-	md := rep.markdown()
-	fmt.Print(md)
+	fmt.Fprint(w, rep.summary())
 	if o.out == "" {
-		return nil
-	}
-	if err := rep.write(o.out, md); err != nil {
+		_, err := fmt.Fprintln(w, "crewbench: -out is empty: no tables or charts written")
 		return err
 	}
-	if o.in == "" {
-		return nil // the run wrote raw.txt as it went
+	if err := rep.write(o.out, rep.markdown()); err != nil {
+		return err
 	}
-	// The tables are only as checkable as the samples beside them: -in with -out publishes
-	// the raw output it analyzed as out/raw.txt, as a run with -out does.
-	return copyRaw(raw, o.in, filepath.Join(o.out, "raw.txt"))
+	if o.in != "" {
+		// The tables are only as checkable as the samples beside them: -in publishes the raw
+		// output it analyzed as out/raw.txt, as a run does as it goes.
+		if err := copyRaw(raw, o.in, filepath.Join(o.out, "raw.txt")); err != nil {
+			return err
+		}
+	}
+	_, err = fmt.Fprintf(w, "crewbench: full tables in %s, charts in %s, samples for benchstat in %s\n",
+		filepath.Join(o.out, "results.md"), filepath.Join(o.out, "<suite>.svg"), filepath.Join(o.out, "raw.txt"))
+	return err
 }
 
 // copyRaw writes raw, read from in, to path, unless in already is that file.
@@ -207,6 +218,9 @@ func runJob(ctx context.Context, bin string, j job, o options) ([]byte, error) {
 	}
 	if o.short {
 		args = append(args, "-test.short")
+	}
+	if !o.full {
+		args = append(args, "-suites.quick")
 	}
 	if o.skip != "" {
 		args = append(args, "-test.skip="+o.skip)
