@@ -34,7 +34,8 @@
 // stops accepting tasks and returns at once; [Pool.StopAndWait] also waits for every accepted
 // task and worker, its sub-pools' included; [Pool.Shutdown] waits until a context ends.
 // [Pool.Resize] changes the limit while tasks run and returns at once. [Pool.Stats] gives a
-// consistent snapshot of the counters.
+// consistent snapshot of the counters, and [Pool.Stopped] tells whether the pool still accepts
+// tasks.
 //
 // # Panics
 //
