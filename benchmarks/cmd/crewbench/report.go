@@ -61,7 +61,7 @@ func analyze(raw []byte, o options) (*report, error) {
 		if !ok {
 			continue // syntax errors and unit metadata: the test binary's own lines
 		}
-		goos, goarch, cpu = res.GetConfig("goos"), res.GetConfig("goarch"), res.GetConfig("cpu")
+		goos, goarch, cpu = res.GetConfig("goos"), res.GetConfig("goarch"), strings.TrimSpace(res.GetConfig("cpu"))
 		if c := res.GetConfig("crewbench-command"); c != "" && !slices.Contains(rep.commands, c) {
 			rep.commands = append(rep.commands, c)
 		}
