@@ -54,13 +54,17 @@ func newConfigFrom(c config, caller string, maxWorkers int, opts []Option) confi
 }
 
 func engineConfig[T any](c config, maxWorkers int, run func(T)) worker.Config[T] {
+	idleTimeout := c.idleTimeout
+	if idleTimeout == NoIdleTimeout {
+		idleTimeout = -1 // the engine's "never": it starts no reaper at all
+	}
 	return worker.Config[T]{
 		Run:          run,
 		MaxWorkers:   maxWorkers,
 		MinWorkers:   c.minWorkers,
 		QueueSize:    c.queueSize,
 		NonBlocking:  c.nonBlocking,
-		IdleTimeout:  c.idleTimeout,
+		IdleTimeout:  idleTimeout,
 		PanicHandler: c.panicHandler,
 		NoRecover:    c.noRecover,
 		Now:          c.now,
@@ -147,6 +151,6 @@ func WithoutPanicRecovery() Option {
 
 // NoIdleTimeout is the idle timeout that never expires: given to [WithIdleTimeout], it keeps
 // every worker a pool has started alive until the pool stops. Workers still start only as
-// tasks arrive, but none exits for being idle. It is the longest [time.Duration], about 292
-// years.
+// tasks arrive, but none exits for being idle, and no goroutine watches them. Its value is
+// the longest [time.Duration].
 const NoIdleTimeout time.Duration = math.MaxInt64

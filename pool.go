@@ -374,15 +374,16 @@ func (c *core[T]) resize(maxWorkers int) {
 func (p *Pool) Stopped() bool { return p.core.stopped() }
 
 // QueueSize returns the bound on waiting tasks that the pool was built with
-// ([WithQueueSize]); 0 means unbounded, as it always is for a sub-pool.
+// ([WithQueueSize]); 0 means unbounded, a sub-pool's default.
 func (p *Pool) QueueSize() int { return p.core.cfg.queueSize }
 
-// MinWorkers returns the number of workers kept alive while idle ([WithMinWorkers]).
+// MinWorkers returns the number of workers kept alive while idle ([WithMinWorkers]); 0 for a
+// sub-pool, whose workers are its parent's.
 func (p *Pool) MinWorkers() int { return p.core.cfg.minWorkers }
 
 // IdleTimeout returns how long a worker above the minimum stays idle before it exits
-// ([WithIdleTimeout]); [NoIdleTimeout] means never. A sub-pool's workers do not wait idle:
-// they return to the parent as soon as the sub-pool's queue is empty.
+// ([WithIdleTimeout]); [NoIdleTimeout] means never. A sub-pool reports its parent's: its own
+// workers do not wait idle, they return to the parent as soon as its queue is empty.
 func (p *Pool) IdleTimeout() time.Duration { return p.core.cfg.idleTimeout }
 
 // stopped reports whether submits are refused with ErrStopped.

@@ -131,7 +131,8 @@ func TestStoppedNeverGoesBackUnderConcurrentStop(t *testing.T) {
 }
 
 // TestQueriesReportWhatThePoolWasBuiltWith: QueueSize, MinWorkers and IdleTimeout return the
-// options' values, the defaults without them, and a sub-pool's unbounded queue.
+// options' values and the defaults without them; a sub-pool reports its own queue, no minimum
+// and its parent's idle timeout.
 func TestQueriesReportWhatThePoolWasBuiltWith(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {
@@ -155,30 +156,13 @@ func TestQueriesReportWhatThePoolWasBuiltWith(t *testing.T) {
 			})
 		})
 	}
-	p := crew.New(4, crew.WithQueueSize(8), crew.WithMinWorkers(2))
+	p := crew.New(4, crew.WithQueueSize(8), crew.WithMinWorkers(2), crew.WithIdleTimeout(time.Minute))
 	defer p.StopAndWait()
-	if sub := p.Sub(2); sub.QueueSize() != 0 || sub.MinWorkers() != 0 {
-		t.Fatalf("sub-pool's QueueSize, MinWorkers = %d, %d; want 0, 0", sub.QueueSize(), sub.MinWorkers())
+	if sub := p.Sub(2); sub.QueueSize() != 0 || sub.MinWorkers() != 0 || sub.IdleTimeout() != time.Minute {
+		t.Fatalf("sub-pool's QueueSize, MinWorkers, IdleTimeout = %d, %d, %v; want 0, 0 and its parent's 1m0s",
+			sub.QueueSize(), sub.MinWorkers(), sub.IdleTimeout())
 	}
-}
-
-// TestNoIdleTimeoutKeepsIdleWorkersUntilStop: with NoIdleTimeout, workers above the minimum
-// are not reaped however long they stay idle (here two centuries on the pool's clock), and
-// StopAndWait still ends every one of them.
-func TestNoIdleTimeoutKeepsIdleWorkersUntilStop(t *testing.T) {
-	t.Parallel()
-	start, clock := frozenClock()
-	p := crew.New(4, crew.WithIdleTimeout(crew.NoIdleTimeout), crew.WithClock(clock))
-	parkWorkers(t, p, 4)
-	if n := crew.ReapIdle(p, start.Add(200*365*24*time.Hour)); n != 0 {
-		t.Fatalf("reaped %d workers with NoIdleTimeout", n)
-	}
-	if s := p.Stats(); s.Idle != 4 {
-		t.Fatalf("Stats = %+v, want 4 idle workers", s)
-	}
-	done := goRun(p.StopAndWait)
-	awaitReturn(t, "StopAndWait with NoIdleTimeout", done)
-	if s := p.Stats(); s.Idle+s.Running != 0 {
-		t.Fatalf("Stats after StopAndWait = %+v, want no worker", s)
+	if sub := p.Sub(2, crew.WithQueueSize(3)); sub.QueueSize() != 3 {
+		t.Fatalf("sub-pool's QueueSize with WithQueueSize(3) = %d", sub.QueueSize())
 	}
 }
