@@ -79,3 +79,39 @@ func bubbleRound(t *testing.T) {
 		t.Fatalf("Shutdown: %v", err)
 	}
 }
+
+// TestPoolInABubbleThatSleepsForDecades: a pool made inside a bubble keeps its workers'
+// channels to itself even after the bubble's clock has passed any date the real clock could
+// show, so a pool used after the bubble ends does not receive them.
+func TestPoolInABubbleThatSleepsForDecades(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := crew.New(4, crew.WithIdleTimeout(time.Hour))
+		time.Sleep(200 * 365 * 24 * time.Hour)
+		for range 3 {
+			var ran atomic.Int32
+			for range 8 {
+				if err := p.Submit(func() { ran.Add(1) }); err != nil {
+					t.Fatal(err)
+				}
+			}
+			p.Wait()
+			time.Sleep(2 * time.Hour) // idle workers exit, their spots kept in the bubble
+			synctest.Wait()
+			if ran.Load() != 8 {
+				t.Fatalf("%d of 8 tasks ran", ran.Load())
+			}
+		}
+		p.StopAndWait()
+	})
+	after := crew.New(4, crew.WithIdleTimeout(time.Hour))
+	var ran atomic.Int32
+	for range 64 {
+		if err := after.Submit(func() { ran.Add(1) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	after.StopAndWait()
+	if ran.Load() != 64 {
+		t.Fatalf("%d of 64 tasks ran on the pool made after the bubble", ran.Load())
+	}
+}

@@ -17,8 +17,9 @@ var bubbleClockEnd = time.Date(2010, time.January, 1, 0, 0, 0, 0, time.UTC)
 // The Go runtime does not say whether a goroutine is in a bubble, but a bubble's clock does:
 // it reads 2000-01-01 plus what the bubble has slept. A clock before 2010 is taken for a
 // bubble's. Where the real clock reads so early (a device without a clock source), the only
-// cost is that spots are not reused. A bubble whose goroutines slept ten years of fake time
-// before starting a worker would be taken for the real world; nothing short of that is.
+// cost is that spots are not reused. An engine made inside a bubble remembers it and reuses
+// nothing for the rest of its life, however long the bubble then sleeps; only a pool made
+// after its bubble slept ten years of fake time would be taken for one of the real world.
 // TestPoolsInSeveralBubbles (in the root package) guards it.
 func inBubble() bool {
 	return time.Now().Before(bubbleClockEnd)

@@ -174,7 +174,8 @@ type Engine[T any] struct {
 	// crowded has said yes, and lowered without it once the yield returns.
 	yielding atomic.Int32
 
-	spares *spare.Pool[*worker[T]] // shared by the engines of T: see newWorker
+	spares  *spare.Pool[*worker[T]] // shared by the engines of T: see newWorker
+	bubbled bool                    // made inside a testing/synctest bubble: reuses nothing (see inBubble)
 
 	timing // set only with an Observer: see observe.go
 }
@@ -185,11 +186,12 @@ func New[T any](cfg Config[T]) *Engine[T] {
 		cfg.Now = time.Now
 	}
 	e := &Engine[T]{
-		cfg:    cfg,
-		max:    cfg.MaxWorkers,
-		exited: make(chan struct{}),
-		done:   make(chan struct{}),
-		spares: spare.For[*worker[T]](),
+		cfg:     cfg,
+		max:     cfg.MaxWorkers,
+		exited:  make(chan struct{}),
+		done:    make(chan struct{}),
+		spares:  spare.For[*worker[T]](),
+		bubbled: inBubble(),
 	}
 	if cfg.Observer != nil {
 		e.timed, e.epoch = true, cfg.Now()

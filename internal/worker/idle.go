@@ -108,7 +108,7 @@ func wakeAll[T any](ws []*worker[T]) {
 // Inside a testing/synctest bubble nothing is reused: a channel made in one bubble must not
 // be used from another bubble or from outside one (see inBubble).
 func (e *Engine[T]) newWorker() *worker[T] {
-	if !inBubble() {
+	if !e.bubbled && !inBubble() {
 		if w, ok := e.spares.Get(); ok {
 			return w
 		}
@@ -120,7 +120,7 @@ func (e *Engine[T]) newWorker() *worker[T] {
 // holds w by then: it is off the idle stack, and whoever told it to exit sent on w.wake before
 // it woke, and touches w no more. Its channel is empty, as every send on it has been received.
 func (e *Engine[T]) retire(w *worker[T]) {
-	if w.transient() || inBubble() {
+	if w.transient() || e.bubbled || inBubble() {
 		return
 	}
 	*w = worker[T]{wake: w.wake}

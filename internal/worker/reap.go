@@ -54,6 +54,9 @@ func (e *Engine[T]) ReapIdle(now time.Time) int {
 // with how long until the next one expires, or -1 if no idle worker is left to watch.
 // Callers hold e.mu.
 func (e *Engine[T]) evictIdle(now time.Time) ([]*worker[T], time.Duration) {
+	if e.cfg.IdleTimeout < 0 { // never
+		return nil, -1
+	}
 	k := 0
 	for k < len(e.idle) && e.workers-k > e.cfg.MinWorkers &&
 		now.Sub(e.idle[k].idleSince) >= e.cfg.IdleTimeout {

@@ -77,8 +77,8 @@ var waiters sync.Pool
 
 // getWaiter takes a recycled waiter, or makes one. Inside a testing/synctest bubble it always
 // makes one, and putWaiter drops it: its channel must not leave the bubble (see inBubble).
-func getWaiter[T any]() *waiter[T] {
-	if !inBubble() {
+func getWaiter[T any](bubbled bool) *waiter[T] {
+	if !bubbled && !inBubble() {
 		if w, ok := waiters.Get().(*waiter[T]); ok {
 			return w
 		}
@@ -86,10 +86,10 @@ func getWaiter[T any]() *waiter[T] {
 	return &waiter[T]{result: make(chan Result, 1)}
 }
 
-func putWaiter[T any](w *waiter[T]) {
+func putWaiter[T any](w *waiter[T], bubbled bool) {
 	var zero T
 	w.arg = zero
-	if !inBubble() {
+	if !bubbled && !inBubble() {
 		waiters.Put(w)
 	}
 }
@@ -122,7 +122,7 @@ func (e *Engine[T]) block(arg T, done <-chan struct{}) Result {
 
 // blockUntil is block that also gives up when expire (nil: never) fires; see expired.
 func (e *Engine[T]) blockUntil(arg T, done <-chan struct{}, expire <-chan time.Time) Result {
-	w := getWaiter[T]()
+	w := getWaiter[T](e.bubbled)
 	w.arg = arg
 	e.blocked.push(w)
 	e.mu.Unlock()
@@ -153,6 +153,6 @@ func (e *Engine[T]) blockUntil(arg T, done <-chan struct{}, expire <-chan time.T
 			r = <-w.result
 		}
 	}
-	putWaiter(w)
+	putWaiter(w, e.bubbled)
 	return r
 }
