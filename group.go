@@ -168,12 +168,15 @@ func (g *Group) fail(seq uint64, err error) {
 func (g *Group) guard(seq uint64, fn func(context.Context) error) {
 	returned := false
 	defer func() {
-		if !returned {
-			g.fail(seq, recovered(recover()))
+		if !returned { // fn called runtime.Goexit
+			g.fail(seq, errGoexit)
 		}
 		g.wg.Done()
 	}()
-	err := fn(g.ctx)
+	var err error
+	if pe := catch(func() { err = fn(g.ctx) }); pe != nil {
+		err = pe
+	}
 	returned = true
 	if err != nil {
 		g.fail(seq, err)

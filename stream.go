@@ -176,13 +176,15 @@ func (t *seqTask[T, R]) run() {
 	s := t.s
 	returned := false
 	defer func() {
-		if !returned {
-			t.r, t.err = *new(R), recovered(recover())
+		if !returned { // fn called runtime.Goexit
+			t.r, t.err = *new(R), errGoexit
 			s.fail(t.err)
 		}
 		s.returned(t)
 	}()
-	t.r, t.err = s.fn(s.ctx, t.v)
+	if pe := catch(func() { t.r, t.err = s.fn(s.ctx, t.v) }); pe != nil {
+		t.err = pe
+	}
 	returned = true
 	if t.err != nil {
 		t.r = *new(R)
