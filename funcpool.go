@@ -22,7 +22,7 @@ func NewFunc[T any](maxWorkers int, fn func(T), opts ...Option) *FuncPool[T] {
 		panic("crew: NewFunc: fn must not be nil")
 	}
 	p := &FuncPool[T]{}
-	p.core.init(c, engineConfig(c, maxWorkers, fn), p.Stop, nil)
+	p.core.init(c, engineConfig(c, maxWorkers, fn), func() { p.core.e.Stop() }, nil)
 	return p
 }
 
@@ -55,7 +55,10 @@ func (p *FuncPool[T]) Wait() { p.core.wait() }
 
 // Stop stops the pool from accepting calls and returns at once; accepted calls still run.
 // See [Pool.Stop].
-func (p *FuncPool[T]) Stop() { p.core.stop() }
+func (p *FuncPool[T]) Stop() {
+	p.core.e.Stop()
+	p.core.unhook()
+}
 
 // StopAndWait stops the pool and waits until every accepted call has returned and every
 // worker has exited; see [Pool.StopAndWait].

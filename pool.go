@@ -56,7 +56,7 @@ func New(maxWorkers int, opts ...Option) *Pool {
 	ec.Woke = p.wakeSubs
 	ec.Weight = taskWeight
 	ec.Level = taskLevel
-	p.core.init(c, ec, p.Stop, isSubWorker)
+	p.core.init(c, ec, p.halt, isSubWorker)
 	return p
 }
 
@@ -114,7 +114,15 @@ func (p *Pool) Wait() { p.core.wait() }
 // Stop also stops the pool's sub-pools ([Pool.Sub]). A second Stop does nothing. It is safe
 // to call from a task.
 func (p *Pool) Stop() {
-	p.core.stop()
+	p.halt()
+	p.core.unhook()
+}
+
+// halt stops p and then its sub-pools. It is also the WithContext hook, which runs on a
+// goroutine of its own, possibly while New is still running: it reads nothing that New writes
+// after registering it.
+func (p *Pool) halt() {
+	p.core.e.Stop()
 	for _, c := range p.subs() {
 		c.Stop()
 	}
@@ -188,7 +196,7 @@ func (p *Pool) Sub(maxWorkers int, opts ...Option) *Pool {
 		p.core.e.Release()
 		p.forget(child)
 	}
-	child.core.init(c, ec, child.Stop, isSubWorker)
+	child.core.init(c, ec, child.halt, isSubWorker)
 
 	p.mu.Lock()
 	if p.children == nil {
@@ -239,14 +247,24 @@ func (w *subWorker) abort(err error) bool {
 
 // core is what Pool and FuncPool share: the engine and the pool's lifecycle around it.
 type core[T any] struct {
-	e       *worker.Engine[T]
-	cfg     config
-	ctxDone <-chan struct{} // the WithContext context's Done, or nil
-	stopCtx func() bool     // unregisters the WithContext hook
-	obs     *observer[T]    // WithHooks, WithLatencyHistograms; nil without them
+	e   *worker.Engine[T]
+	cfg config
+	// ctxDone is the Done channel of the WithContext context, or nil; ctxHalt stops the pool
+	// (and its sub-pools) when a submit finds it closed.
+	ctxDone <-chan struct{}
+	ctxHalt func()
+	stopCtx func() bool  // unregisters the WithContext hook
+	obs     *observer[T] // WithHooks, WithLatencyHistograms; nil without them
 }
 
-func (c *core[T]) init(cfg config, ec worker.Config[T], stop func(), skip func(T) bool) {
+// init builds the engine. halt stops the pool (and its sub-pools): it is the WithContext
+// hook, called at once if the context has already ended, so that New returns a stopped pool.
+// skip tells the observer which tasks are sub-pools' workers.
+//
+// The hook is registered last: context.AfterFunc runs it on a goroutine of its own, at once
+// if the context ends meanwhile, and it must find the pool built. It must not read stopCtx,
+// which is written when AfterFunc returns (TestNewWithEndedContextReturnsAStoppedPool).
+func (c *core[T]) init(cfg config, ec worker.Config[T], halt func(), skip func(T) bool) {
 	c.cfg = cfg
 	if c.obs = newObserver(cfg, skip); c.obs != nil {
 		ec.Observer = c.obs
@@ -255,9 +273,22 @@ func (c *core[T]) init(cfg config, ec worker.Config[T], stop func(), skip func(T
 	if cfg.rateSet {
 		c.e.SetRate(cfg.ratePerSecond, cfg.rateBurst)
 	}
-	if cfg.ctx != nil && stop != nil {
-		c.ctxDone = cfg.ctx.Done()
-		c.stopCtx = context.AfterFunc(cfg.ctx, stop)
+	if cfg.ctx == nil {
+		return
+	}
+	c.ctxDone, c.ctxHalt = cfg.ctx.Done(), halt
+	if cfg.ctx.Err() != nil {
+		halt()
+		return
+	}
+	c.stopCtx = context.AfterFunc(cfg.ctx, halt)
+}
+
+// unhook unregisters the WithContext hook of a pool being stopped, so that a long-lived
+// context does not keep it reachable.
+func (c *core[T]) unhook() {
+	if c.stopCtx != nil {
+		c.stopCtx()
 	}
 }
 
@@ -313,7 +344,7 @@ func (c *core[T]) offer(arg T, wait bool, done <-chan struct{}) worker.Result {
 		// a submit in between must not be accepted. A non-blocking receive is one atomic load.
 		select {
 		case <-c.ctxDone:
-			c.e.Stop()
+			c.ctxHalt()
 			return worker.Stopped
 		default:
 		}
@@ -339,13 +370,6 @@ func (c *core[T]) result(r worker.Result, ctx context.Context) error {
 func (c *core[T]) wait() {
 	if ch := c.e.Drained(); ch != nil {
 		<-ch
-	}
-}
-
-func (c *core[T]) stop() {
-	c.e.Stop()
-	if c.stopCtx != nil {
-		c.stopCtx()
 	}
 }
 
