@@ -22,7 +22,7 @@ func NewFunc[T any](maxWorkers int, fn func(T), opts ...Option) *FuncPool[T] {
 		panic("crew: NewFunc: fn must not be nil")
 	}
 	p := &FuncPool[T]{}
-	p.core.init(c, engineConfig(c, maxWorkers, fn), func() { p.core.e.Stop() }, nil)
+	p.core.init(c, engineConfig(c, maxWorkers, fn), nil, func() { p.core.e.Stop() }, nil)
 	return p
 }
 

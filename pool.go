@@ -3,6 +3,7 @@ package crew
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/crewgo/crew/internal/worker"
@@ -56,7 +57,7 @@ func New(maxWorkers int, opts ...Option) *Pool {
 	ec.Woke = p.wakeSubs
 	ec.Weight = taskWeight
 	ec.Level = taskLevel
-	p.core.init(c, ec, p.halt, isSubWorker)
+	p.core.init(c, ec, nil, p.halt, isSubWorker)
 	return p
 }
 
@@ -111,8 +112,9 @@ func (p *Pool) Wait() { p.core.wait() }
 
 // Stop stops the pool from accepting tasks and returns at once. Tasks already accepted still
 // run, on the workers the pool has; submitters blocked on a full queue return [ErrStopped].
-// Stop also stops the pool's sub-pools ([Pool.Sub]). A second Stop does nothing. It is safe
-// to call from a task.
+// Stop also stops the pool's sub-pools ([Pool.Sub]) and theirs: when any Stop call returns,
+// also one concurrent with another, the pool and every sub-pool refuse tasks. A second Stop
+// does nothing. It is safe to call from a task.
 func (p *Pool) Stop() {
 	p.halt()
 	p.core.unhook()
@@ -121,6 +123,11 @@ func (p *Pool) Stop() {
 // halt stops p and then its sub-pools. It is also the WithContext hook, which runs on a
 // goroutine of its own, possibly while New is still running: it reads nothing that New writes
 // after registering it.
+//
+// Every call stops every sub-pool itself, rather than leaving that to the first: sub-pools
+// stay listed until they exit, so a Stop concurrent with another (or with the hook) does not
+// return while a sub-pool the other is about to stop still accepts tasks
+// (TestStopReturnsAfterSubPoolsAreStopped).
 func (p *Pool) halt() {
 	p.core.e.Stop()
 	for _, c := range p.subs() {
@@ -196,7 +203,9 @@ func (p *Pool) Sub(maxWorkers int, opts ...Option) *Pool {
 		p.core.e.Release()
 		p.forget(child)
 	}
-	child.core.init(c, ec, child.halt, isSubWorker)
+	// The sub-pool refuses tasks as soon as the WithContext context of p, or of a pool above
+	// p, has ended, as p does, rather than only once that context's hook has stopped it.
+	child.core.init(c, ec, p.core.watches, child.halt, isSubWorker)
 
 	p.mu.Lock()
 	if p.children == nil {
@@ -249,22 +258,43 @@ func (w *subWorker) abort(err error) bool {
 type core[T any] struct {
 	e   *worker.Engine[T]
 	cfg config
-	// ctxDone is the Done channel of the WithContext context, or nil; ctxHalt stops the pool
-	// (and its sub-pools) when a submit finds it closed.
-	ctxDone <-chan struct{}
-	ctxHalt func()
+	// watches are the WithContext contexts that the pool's submits check: its own, and for a
+	// sub-pool those of the pools above it. Usually none or one.
+	watches []ctxWatch
 	stopCtx func() bool  // unregisters the WithContext hook
 	obs     *observer[T] // WithHooks, WithLatencyHistograms; nil without them
 }
 
-// init builds the engine. halt stops the pool (and its sub-pools): it is the WithContext
-// hook, called at once if the context has already ended, so that New returns a stopped pool.
-// skip tells the observer which tasks are sub-pools' workers.
+// ctxWatch is a WithContext context: done is its Done channel, and halt stops the pool it
+// was given to, with the pools below (see Pool.halt).
+type ctxWatch struct {
+	done <-chan struct{}
+	halt func()
+}
+
+// ended reports whether one of the watched contexts has ended, and then stops the pools it
+// was given to. A non-blocking receive is one atomic load.
+func (c *core[T]) ended() bool {
+	for _, w := range c.watches {
+		select {
+		case <-w.done:
+			w.halt()
+			return true
+		default:
+		}
+	}
+	return false
+}
+
+// init builds the engine. above are the watches of the pools above a sub-pool. halt stops
+// the pool (and its sub-pools): it is the WithContext hook, called at once if the context has
+// already ended, so that New returns a stopped pool. skip tells the observer which tasks are
+// sub-pools' workers.
 //
 // The hook is registered last: context.AfterFunc runs it on a goroutine of its own, at once
 // if the context ends meanwhile, and it must find the pool built. It must not read stopCtx,
 // which is written when AfterFunc returns (TestNewWithEndedContextReturnsAStoppedPool).
-func (c *core[T]) init(cfg config, ec worker.Config[T], halt func(), skip func(T) bool) {
+func (c *core[T]) init(cfg config, ec worker.Config[T], above []ctxWatch, halt func(), skip func(T) bool) {
 	c.cfg = cfg
 	if c.obs = newObserver(cfg, skip); c.obs != nil {
 		ec.Observer = c.obs
@@ -273,10 +303,11 @@ func (c *core[T]) init(cfg config, ec worker.Config[T], halt func(), skip func(T
 	if cfg.rateSet {
 		c.e.SetRate(cfg.ratePerSecond, cfg.rateBurst)
 	}
+	c.watches = slices.Clip(above) // an append copies, leaving the parent's alone
 	if cfg.ctx == nil {
 		return
 	}
-	c.ctxDone, c.ctxHalt = cfg.ctx.Done(), halt
+	c.watches = append(c.watches, ctxWatch{done: cfg.ctx.Done(), halt: halt})
 	if cfg.ctx.Err() != nil {
 		halt()
 		return
@@ -339,15 +370,10 @@ func (c *core[T]) stats() Stats {
 }
 
 func (c *core[T]) offer(arg T, wait bool, done <-chan struct{}) worker.Result {
-	if c.ctxDone != nil {
-		// The pool's context may have ended a moment before its AfterFunc stops the pool;
-		// a submit in between must not be accepted. A non-blocking receive is one atomic load.
-		select {
-		case <-c.ctxDone:
-			c.ctxHalt()
-			return worker.Stopped
-		default:
-		}
+	// A watched context may have ended a moment before its hook stops the pools; a submit in
+	// between must not be accepted.
+	if c.ended() {
+		return worker.Stopped
 	}
 	return c.e.Submit(arg, wait, done)
 }

@@ -9,6 +9,21 @@ import (
 	"github.com/crewgo/crew"
 )
 
+// subTree gives p width sub-pools, each width sub-pools of its own, depth levels deep, and
+// returns them all, parents before their sub-pools.
+func subTree(p *crew.Pool, width, depth int) []*crew.Pool {
+	if depth == 0 {
+		return nil
+	}
+	var all []*crew.Pool
+	for range width {
+		s := p.Sub(1)
+		all = append(all, s)
+		all = append(all, subTree(s, width, depth-1)...)
+	}
+	return all
+}
+
 // refusesTasks fails t unless every pool in ps refuses a task with ErrStopped.
 func refusesTasks(t *testing.T, what string, ps []*crew.Pool) {
 	t.Helper()
@@ -16,6 +31,63 @@ func refusesTasks(t *testing.T, what string, ps []*crew.Pool) {
 		if err := s.Submit(func() {}); !errors.Is(err, crew.ErrStopped) {
 			t.Errorf("%s: Submit to sub-pool %d = %v, want ErrStopped", what, i, err)
 		}
+	}
+}
+
+// TestStopReturnsAfterSubPoolsAreStopped proves [crew.Pool.Stop]'s "when any Stop call
+// returns, also one concurrent with another, the pool and every sub-pool refuse tasks": Stop
+// is called on the root by several goroutines at once, or by some while the root's
+// WithContext context ends, or while sub-pools are stopped themselves; each caller checks,
+// as soon as its Stop returns, that every sub-pool below refuses.
+func TestStopReturnsAfterSubPoolsAreStopped(t *testing.T) {
+	t.Parallel()
+	for _, shape := range []string{"concurrent Stops", "Stop while the context ends", "Stops of sub-pools and root"} {
+		t.Run(shape, func(t *testing.T) {
+			t.Parallel()
+			for round := range 100 {
+				ctx, cancel := context.WithCancel(context.Background())
+				p := crew.New(2, crew.WithContext(ctx))
+				tree := subTree(p, 2, 2)
+				together(3, 1, func(c, _ int) {
+					switch {
+					case c == 0 && shape == "Stop while the context ends":
+						cancel()
+					case c > 0 && shape == "Stops of sub-pools and root":
+						// Sub-pool c-1 and its sub-pools (the next two) refuse once it
+						// has stopped; the root's Stop below stops all.
+						s := tree[(c-1)*3]
+						s.Stop()
+						refusesTasks(t, fmt.Sprintf("round %d, after a sub-pool's Stop", round), tree[(c-1)*3:c*3])
+					default:
+						p.Stop()
+						refusesTasks(t, fmt.Sprintf("round %d, after the root's Stop", round), tree)
+					}
+				})
+				cancel()
+				p.StopAndWait()
+			}
+		})
+	}
+}
+
+// TestSubPoolsRefuseOnceTheRootContextHasEnded proves [crew.WithContext]'s "a submit to the
+// pool or to any of its sub-pools made after ctx has ended returns ErrStopped": at once, not
+// only once the hook that stops the pool has run.
+func TestSubPoolsRefuseOnceTheRootContextHasEnded(t *testing.T) {
+	t.Parallel()
+	for round := range 100 {
+		ctx, cancel := context.WithCancel(context.Background())
+		p := crew.New(2, crew.WithContext(ctx))
+		tree := subTree(p, 2, 2)
+		cancel()
+		// From the deepest sub-pool up, so that no submit to a parent has stopped it first.
+		for i := len(tree) - 1; i >= 0; i-- {
+			refusesTasks(t, fmt.Sprintf("round %d", round), tree[i:i+1])
+		}
+		if err := p.Submit(func() {}); !errors.Is(err, crew.ErrStopped) {
+			t.Fatalf("round %d: Submit to the root = %v, want ErrStopped", round, err)
+		}
+		p.StopAndWait()
 	}
 }
 

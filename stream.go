@@ -115,16 +115,10 @@ func rangeSeq[T, R any](ctx context.Context, p *Pool, in iter.Seq[T], fn func(co
 	s.drain(yield)
 }
 
-// stopped reports whether p no longer accepts tasks: it was stopped, or its context ended.
+// stopped reports whether p no longer accepts tasks: it was stopped, or its context (or that
+// of a pool above it) ended.
 func (p *Pool) stopped() bool {
-	if p.core.ctxDone != nil {
-		select {
-		case <-p.core.ctxDone:
-			return true
-		default:
-		}
-	}
-	return p.core.e.Stopped()
+	return p.core.ended() || p.core.e.Stopped()
 }
 
 // seqRun is the state of one range over a MapSeq or MapSeqUnordered sequence.
