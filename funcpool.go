@@ -68,11 +68,8 @@ func (p *FuncPool[T]) StopAndWait() {
 }
 
 // Shutdown stops the pool and waits for the accepted calls until ctx ends, then returns
-// ctx.Err(); see [Pool.Shutdown].
-func (p *FuncPool[T]) Shutdown(ctx context.Context) error {
-	p.Stop()
-	return p.core.awaitExit(ctx)
-}
+// ctx.Err(); see [Pool.Shutdown]. It panics if ctx is nil, and then stops nothing.
+func (p *FuncPool[T]) Shutdown(ctx context.Context) error { return p.core.shutdown(ctx, p.Stop) }
 
 // Resize sets the worker limit; see [Pool.Resize].
 func (p *FuncPool[T]) Resize(maxWorkers int) { p.core.resize(maxWorkers) }

@@ -145,12 +145,10 @@ func (p *Pool) StopAndWait() {
 
 // Shutdown stops the pool as [Pool.Stop] does and waits, like [Pool.StopAndWait], for the
 // accepted tasks to finish, but no longer than ctx allows: if ctx ends first it returns
-// ctx.Err(), and the remaining tasks still run in the background. It mirrors
-// net/http.Server.Shutdown.
-func (p *Pool) Shutdown(ctx context.Context) error {
-	p.Stop()
-	return p.core.awaitExit(ctx)
-}
+// ctx.Err(), and the remaining tasks still run in the background. It returns nil whenever the
+// pool has exited, even if ctx has ended too (a pool stopped and drained earlier, say). It
+// mirrors net/http.Server.Shutdown. It panics if ctx is nil, and then stops nothing.
+func (p *Pool) Shutdown(ctx context.Context) error { return p.core.shutdown(ctx, p.Stop) }
 
 // Resize sets the worker limit to maxWorkers and returns at once, without waiting for running
 // tasks. From its return [Pool.Stats] reports the new limit and no task starts while that
@@ -399,12 +397,24 @@ func (c *core[T]) wait() {
 	}
 }
 
-func (c *core[T]) awaitExit(ctx context.Context) error {
+// shutdown checks ctx, stops the pool with stop and waits for it to exit until ctx ends.
+func (c *core[T]) shutdown(ctx context.Context, stop func()) error {
+	if ctx == nil {
+		panic("crew: Shutdown: ctx must not be nil")
+	}
+	stop()
+	// An exited pool reports nil even when ctx has ended too: a select with both ready
+	// picks one at random (TestShutdownOfExitedPoolWithEndedContextReturnsNil).
 	select {
 	case <-c.e.Exited():
 		return nil
 	case <-ctx.Done():
-		return ctx.Err()
+		select {
+		case <-c.e.Exited():
+			return nil
+		default:
+			return ctx.Err()
+		}
 	}
 }
 

@@ -115,3 +115,47 @@ func TestNewWithEndedContextReturnsAStoppedPool(t *testing.T) {
 		f.StopAndWait()
 	}
 }
+
+// TestShutdownOfExitedPoolWithEndedContextReturnsNil proves [crew.Pool.Shutdown]'s "It returns
+// nil whenever the pool has exited, even if ctx has ended too", as net/http.Server.Shutdown
+// does, for Pool and FuncPool.
+func TestShutdownOfExitedPoolWithEndedContextReturnsNil(t *testing.T) {
+	t.Parallel()
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	forEachKind(t, 2, nil, func(t *testing.T, p testPool) {
+		if err := p.submit(func() {}); err != nil {
+			t.Fatal(err)
+		}
+		p.StopAndWait()
+		for i := range 100 {
+			if err := p.Shutdown(ended); err != nil {
+				t.Fatalf("Shutdown %d of an exited pool with an ended context = %v, want nil", i, err)
+			}
+		}
+	})
+}
+
+// TestShutdownWithNilContextPanicsBeforeStopping: Shutdown(nil) fails as clearly as
+// SubmitContext(nil), and leaves the pool running.
+func TestShutdownWithNilContextPanicsBeforeStopping(t *testing.T) {
+	t.Parallel()
+	forEachKind(t, 2, nil, func(t *testing.T, p testPool) {
+		defer p.StopAndWait()
+		func() {
+			defer func() {
+				const want = "crew: Shutdown: ctx must not be nil"
+				if got := recover(); got != want {
+					t.Fatalf("Shutdown(nil) panicked with %v, want %q", got, want)
+				}
+			}()
+			//lint:ignore SA1012 a nil context is the bad input under test
+			p.Shutdown(nil)
+		}()
+		ran := make(chan struct{})
+		if err := p.submit(func() { close(ran) }); err != nil {
+			t.Fatalf("Submit after Shutdown(nil) = %v, want the pool still running", err)
+		}
+		<-ran
+	})
+}
