@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+
+	"github.com/crewgo/crew/internal/worker"
 )
 
 // Group runs functions on a pool as one unit of work: the first error cancels the group's
@@ -135,6 +137,23 @@ func (g *Group) launch(t task, seq uint64) {
 		g.fail(seq, err)
 		g.done()
 	}
+}
+
+// launchContext counts t and offers it to the group's pool, waiting for room in a full
+// bounded queue until ctx ends. It reports whether the pool accepted t. If not, t is no
+// longer counted and never runs: ctx ended first, or the pool refused t and the refusal is
+// the group's error.
+func (g *Group) launchContext(ctx context.Context, t task) bool {
+	g.running.Add(1)
+	switch r := g.p.core.offer(t, true, ctx.Done()); r {
+	case worker.Accepted:
+		return true
+	case worker.Canceled:
+	default:
+		g.fail(0, g.p.core.result(r, nil))
+	}
+	g.done()
+	return false
 }
 
 // done ends the count of one function. The one that takes the count to zero wakes the Wait
