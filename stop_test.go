@@ -159,3 +159,32 @@ func TestShutdownWithNilContextPanicsBeforeStopping(t *testing.T) {
 		<-ran
 	})
 }
+
+// TestSubWithContextStopsTheSubPoolAlone proves [crew.Pool.Sub]'s WithContext option as
+// [crew.WithContext] states it, for a sub-pool: once its own context has ended (before Sub,
+// or later), the sub-pool and its own sub-pools refuse tasks at once, while its parent and
+// its sibling still accept them.
+func TestSubWithContextStopsTheSubPoolAlone(t *testing.T) {
+	t.Parallel()
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	for round := range 50 {
+		p := crew.New(2)
+		sibling := p.Sub(1)
+		ctx := ended
+		var cancel context.CancelFunc = func() {}
+		if round%2 == 1 { // the context ends after Sub
+			ctx, cancel = context.WithCancel(context.Background())
+		}
+		sub := p.Sub(1, crew.WithContext(ctx))
+		below := sub.Sub(1)
+		cancel()
+		refusesTasks(t, fmt.Sprintf("round %d: the sub-pool and its own", round), []*crew.Pool{below, sub})
+		for _, s := range []*crew.Pool{p, sibling} {
+			if err := s.Submit(func() {}); err != nil {
+				t.Fatalf("round %d: Submit to the parent or the sibling = %v, want nil", round, err)
+			}
+		}
+		p.StopAndWait()
+	}
+}
