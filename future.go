@@ -40,7 +40,7 @@ var errGoexit = errors.New("crew: task called runtime.Goexit")
 // fn gives [ErrNilTask]. A panic in fn is returned by Wait as a [*PanicError]; it does not reach
 // the pool's panic handler.
 //
-// Go allocates the Future and nothing else per call (BenchmarkGo).
+// Go allocates the Future and nothing else per call.
 func Go[R any](p *Pool, fn func() (R, error)) *Future[R] {
 	f := &Future[R]{fn: fn}
 	f.wg.Add(1)

@@ -288,7 +288,7 @@ func NewResults[R any](ctx context.Context, p *Pool) (*Results[R], context.Conte
 // Go runs fn on the pool with the shared context and keeps its value in submission order. It
 // behaves as [Group.Go]: it blocks only while a bounded queue is full, every accepted function
 // runs, and a refusal, an error or a panic ([*PanicError]) is the first error if none came
-// before. Go allocates one result holder per call (BenchmarkResultsGo).
+// before. Go allocates one result holder per call.
 func (r *Results[R]) Go(fn func(ctx context.Context) (R, error)) {
 	t := &resultTask[R]{g: &r.g, fn: fn}
 	if fn == nil {

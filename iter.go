@@ -22,7 +22,7 @@ import (
 // call outlives ForEach. If in or fn is nil, ForEach returns an error at once and calls
 // nothing; a nil fn's error matches [ErrNilTask] under [errors.Is].
 //
-// ForEach allocates one small task per value (BenchmarkForEach).
+// ForEach allocates one small task per value.
 func ForEach[T any](ctx context.Context, p *Pool, in iter.Seq[T], fn func(context.Context, T) error) error {
 	if in == nil {
 		return errNilSeq
@@ -101,7 +101,7 @@ func (t *eachTask[T]) run() {
 // scheduled hold the zero value. If fn is nil, Map returns an error that matches [ErrNilTask]
 // at once.
 //
-// Map allocates the result slice and one small task per element (BenchmarkMap).
+// Map allocates the result slice and one small task per element.
 func Map[T, R any](ctx context.Context, p *Pool, in []T, fn func(context.Context, T) (R, error)) ([]R, error) {
 	out := make([]R, len(in))
 	if fn == nil {
