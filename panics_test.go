@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/crewgo/crew"
@@ -41,6 +42,13 @@ func firstError(seq iter.Seq2[int, error]) func() error {
 		}
 	}
 	return func() error { return first }
+}
+
+// panicNilValue returns what recover returns for panic(nil) under the process's GODEBUG: a
+// *runtime.PanicNilError, or nil under panicnil=1.
+func panicNilValue() (v any) {
+	defer func() { v = recover() }()
+	panic(nil)
 }
 
 // panicNilSettings are the two behaviours of panic(nil): by default recover returns a
@@ -101,5 +109,35 @@ func TestGoexitIsReportedAsAGoexit(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestPanicNilInADiscardHandlerOrHookReachesThePanicHandler proves [crew.WithDiscardHandler]'s
+// and [crew.WithHooks]' "a handler (hook) that panics is reported to the panic handler" for
+// panic(nil), under either GODEBUG setting: recover returns nil for it under panicnil=1.
+func TestPanicNilInADiscardHandlerOrHookReachesThePanicHandler(t *testing.T) {
+	for _, setting := range panicNilSettings {
+		t.Run(setting, func(t *testing.T) {
+			t.Setenv("GODEBUG", setting)
+			var handled atomic.Int32
+			panics := func(any) { panic(nil) }
+			p := crew.New(1, crew.WithQueueSize(1), crew.WithOverflow(crew.DiscardOldest),
+				crew.WithDiscardHandler(panics),
+				crew.WithHooks(crew.Hooks{Rejected: func(error) { panic(nil) }}),
+				crew.WithPanicHandler(func(any, []byte) { handled.Add(1) }))
+			release := holdWorkers(t, plainPool{p}, 1, 1) // the worker busy, the queue full
+			if err := p.Submit(func() {}); err != nil {   // drops the oldest queued task
+				t.Fatalf("Submit over a full DiscardOldest queue = %v", err)
+			}
+			if got := handled.Load(); got != 1 {
+				t.Fatalf("the panic handler saw %d panics after the discard handler's panic(nil), want 1", got)
+			}
+			release()
+			p.StopAndWait()
+			_ = p.Submit(func() {}) // refused: the Rejected hook panics with nil
+			if got := handled.Load(); got != 2 {
+				t.Fatalf("the panic handler saw %d panics after the Rejected hook's panic(nil), want 2", got)
+			}
+		})
 	}
 }
