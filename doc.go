@@ -71,6 +71,8 @@
 //     A panic in a sub-pool's task goes to the sub-pool's handler, by default its parent's.
 //   - A task that never returns: Shutdown(ctx) returns ctx.Err() when ctx ends and every
 //     other task still runs.
+//   - A sequence given to ForEach that panics: ForEach cancels its calls' context, waits for
+//     the calls in flight, and the panic goes on to ForEach's caller.
 //   - Wait called from a task of the same pool waits for that task too, so it never returns.
 //     Stop, Stats, TrySubmit and Resize are safe from a task; a blocking Submit from a task
 //     into its own full queue waits for a worker like any other.

@@ -25,7 +25,7 @@ func NewFunc[T any](maxWorkers int, fn func(T), opts ...Option) *FuncPool[T] {
 		panic("crew: NewFunc: fn must not be nil")
 	}
 	p := &FuncPool[T]{}
-	p.core.init(c, engineConfig(c, maxWorkers, fn), p.Stop, nil)
+	p.core.init(c, engineConfig(c, maxWorkers, fn), nil, func() { p.core.e.Stop() }, nil)
 	return p
 }
 
@@ -58,7 +58,10 @@ func (p *FuncPool[T]) Wait() { p.core.wait() }
 
 // Stop stops the pool from accepting calls and returns at once; accepted calls still run.
 // See [Pool.Stop].
-func (p *FuncPool[T]) Stop() { p.core.stop() }
+func (p *FuncPool[T]) Stop() {
+	p.core.e.Stop()
+	p.core.unhook()
+}
 
 // StopAndWait stops the pool and waits until every accepted call has returned and every
 // worker has exited; see [Pool.StopAndWait].
@@ -68,11 +71,8 @@ func (p *FuncPool[T]) StopAndWait() {
 }
 
 // Shutdown stops the pool and waits for the accepted calls until ctx ends, then returns
-// ctx.Err(); see [Pool.Shutdown].
-func (p *FuncPool[T]) Shutdown(ctx context.Context) error {
-	p.Stop()
-	return p.core.awaitExit(ctx)
-}
+// ctx.Err(); see [Pool.Shutdown]. It panics if ctx is nil, and then stops nothing.
+func (p *FuncPool[T]) Shutdown(ctx context.Context) error { return p.core.shutdown(ctx, p.Stop) }
 
 // Resize sets the worker limit; see [Pool.Resize].
 func (p *FuncPool[T]) Resize(maxWorkers int) { p.core.resize(maxWorkers) }

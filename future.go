@@ -40,7 +40,7 @@ var errGoexit = errors.New("crew: task called runtime.Goexit")
 // fn gives [ErrNilTask]. A panic in fn is returned by Wait as a [*PanicError]; it does not reach
 // the pool's panic handler.
 //
-// Go allocates the Future and nothing else per call (BenchmarkGo).
+// Go allocates the Future and nothing else per call.
 func Go[R any](p *Pool, fn func() (R, error)) *Future[R] {
 	f := &Future[R]{fn: fn}
 	f.wg.Add(1)
@@ -79,11 +79,15 @@ func (f *Future[R]) Done() <-chan struct{} {
 func (f *Future[R]) run() {
 	returned := false
 	defer func() {
-		if !returned {
-			f.finish(*new(R), recovered(recover()))
+		if !returned { // fn called runtime.Goexit: report it, then let the goroutine end
+			f.finish(*new(R), errGoexit)
 		}
 	}()
-	v, err := f.fn()
+	var v R
+	var err error
+	if pe := catch(func() { v, err = f.fn() }); pe != nil {
+		err = pe
+	}
 	returned = true
 	f.finish(v, err)
 }
@@ -169,15 +173,32 @@ func (f *Future[R]) forget(out chan<- *Future[R]) {
 	f.mu.Unlock()
 }
 
-// recovered turns what recover returned in a deferred function, after the function it guards
-// did not return normally, into the error to report: a [*PanicError] whose stack, taken here on
-// the panicking goroutine, includes the frame that panicked; or, when recover returned nil
-// because the function called runtime.Goexit, errGoexit.
-func recovered(v any) error {
-	if v == nil {
-		return errGoexit
-	}
-	return &PanicError{Value: v, Stack: debug.Stack()}
+// catch calls fn and returns nil if fn returns, or a [*PanicError] if it panics; its stack,
+// taken on the panicking goroutine, includes the frame that panicked. If fn calls
+// runtime.Goexit, catch does not return: the goroutine's deferred calls run and it ends, so a
+// caller tells a Goexit apart by a flag it sets after catch returns, in a deferred call of its
+// own.
+//
+// Whether fn panicked is told by whether the deferred call below runs before fn returned,
+// not by what recover returns: recover returns nil both for a Goexit, which it does not
+// stop, and for panic(nil) under GODEBUG=panicnil=1, which it does. Taking nil for a Goexit
+// would report such a panic as a Goexit (TestPanicNilIsReportedAsAPanic,
+// TestGoexitIsReportedAsAGoexit). x/sync/singleflight tells the two apart the same way.
+//
+// fn does not escape, so the caller's closure stays on its stack: Go and Group.Go allocate
+// no more than before (TestGoAllocatesOnlyTheFuture, TestGroupGoAllocatesOneTask).
+func catch(fn func()) (pe *PanicError) {
+	returned := false
+	defer func() {
+		if !returned {
+			// A panic, recovered here; or a Goexit, for which recover returns nil and which
+			// goes on unwinding past this call.
+			pe = &PanicError{Value: recover(), Stack: debug.Stack()}
+		}
+	}()
+	fn()
+	returned = true
+	return nil
 }
 
 func (f *Future[R]) abort(err error) bool {

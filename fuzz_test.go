@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -86,14 +87,64 @@ const (
 	opStop
 	opStats
 	opSubmitNil
+	opSubmitPanicNil // a task that calls panic(nil)
+	opSubmitGoexit   // a task that calls runtime.Goexit
+	opGroup          // Group.Go of 1 to 3 functions while two goroutines wait on the group
 	fuzzOps
 )
+
+// taskEnd is how a fuzzed task ends once its gate opens.
+type taskEnd int
+
+const (
+	endReturn   taskEnd = iota
+	endPanic            // panic with a value
+	endPanicNil         // panic(nil): a panic, also under GODEBUG=panicnil=1
+	endGoexit           // runtime.Goexit: completed, not panicked
+)
+
+// endOf returns how a task submitted by op ends.
+func endOf(op int) taskEnd {
+	switch op {
+	case opSubmitPanic:
+		return endPanic
+	case opSubmitPanicNil:
+		return endPanicNil
+	case opSubmitGoexit:
+		return endGoexit
+	}
+	return endReturn
+}
+
+// end ends a task as e says.
+func (e taskEnd) end() {
+	switch e {
+	case endPanic:
+		panic("fuzz: planned panic")
+	case endPanicNil:
+		panic(nil)
+	case endGoexit:
+		runtime.Goexit()
+	}
+}
+
+// panics reports whether a task that ends so counts as panicked.
+func (e taskEnd) panics() bool { return e == endPanic || e == endPanicNil }
+
+// roomFor reports whether n more tasks would all start or wait in the queue.
+func (m *poolModel) roomFor(n int) bool {
+	free := max(m.limit-m.running, 0)
+	return m.queueSize == 0 || n-min(n, free) <= m.queueSize-m.waiting
+}
 
 // FuzzPoolOperations runs a sequence of operations decoded from the input against a pool
 // and against poolModel, and fails at the first difference in what was accepted, started,
 // queued, refused or counted. Tasks hold at a gate until the next Wait (or a shrinking Resize
-// that must let them finish), so the pool's state between operations is exact. At the end:
-// every accepted task ran exactly once, no refused task ran, and nothing is left running.
+// that must let them finish), so the pool's state between operations is exact; then they
+// return, panic (with a value or with nil) or call runtime.Goexit. A group on the pool calls
+// Go while two goroutines wait on it, and again after those Waits returned. At the end:
+// every accepted task ran exactly once, no refused task ran, every panic reached the handler,
+// every Wait on the group returned, and nothing is left running.
 func FuzzPoolOperations(f *testing.F) {
 	// The first two bytes choose the pool: workers, queue size, non-blocking, Pool or
 	// FuncPool. Seeds are the edge cases worth keeping.
@@ -106,6 +157,10 @@ func FuzzPoolOperations(f *testing.F) {
 	f.Add([]byte{1, 0, opSubmit, opSubmitPanic, opSubmit, opStop, opSubmit, opTrySubmit, opStats, opWait, opStop}) // stop with queued tasks, second stop
 	f.Add([]byte{0, 0x40, opSubmitCanceled, opSubmitNil, opSubmitPanic, opSubmitPanic, opWait, opStats})
 	f.Add([]byte{1, 0x41, opSubmit, opSubmit, opSubmit, opSubmit, opSubmit, opStats, opStop, opResize, opWait})
+	f.Add([]byte{0, 0x80, opSubmitPanicNil, opSubmitGoexit, opSubmit, opStats, opWait, opSubmitGoexit, opStats}) // panic(nil) and Goexit, one worker
+	f.Add([]byte{1, 0, opSubmitGoexit, opSubmitPanicNil, opSubmitGoexit, opSubmitPanicNil, opResize, opStats, opWait})
+	f.Add([]byte{2, 1, 2*fuzzOps + opGroup, opGroup, opStats, opWait, opGroup, opSubmit, opStats, opWait, opStop, opGroup}) // Go concurrent with Wait, Go after Wait, Go after Stop
+	f.Add([]byte{0, 0, opGroup, opGroup, opSubmitPanicNil, opGroup, opStats, opStop, opWait})
 	f.Fuzz(func(t *testing.T, in []byte) {
 		if len(in) < 2 {
 			return
@@ -138,7 +193,7 @@ func FuzzPoolOperations(f *testing.F) {
 
 		var runs []*atomic.Int32
 		var accepted []bool
-		newTask := func(panics bool) func() {
+		newTask := func(end taskEnd) func() {
 			n := new(atomic.Int32)
 			runs = append(runs, n)
 			accepted = append(accepted, false)
@@ -146,10 +201,28 @@ func FuzzPoolOperations(f *testing.F) {
 			return func() {
 				n.Add(1)
 				<-g
-				if panics {
-					panic("fuzz: planned panic")
+				end.end()
+			}
+		}
+		// The group of opGroup, made by the first, and the Wait calls on it not yet checked.
+		var group *crew.Group
+		groupStopped := false // a Go found the pool stopped: that is the group's error
+		var waiters []<-chan error
+		// waited checks that every Wait on the group has returned, with no error but the
+		// ErrStopped of a Go after Stop. Every function the group started has finished.
+		waited := func(step int) {
+			t.Helper()
+			for _, w := range waiters {
+				select {
+				case err := <-w:
+					if err != nil && !(groupStopped && errors.Is(err, crew.ErrStopped)) {
+						t.Fatalf("step %d: Group.Wait = %v", step, err)
+					}
+				case <-time.After(10 * time.Second):
+					t.Fatalf("step %d: Group.Wait has not returned 10 s after its functions finished", step)
 				}
 			}
+			waiters = waiters[:0]
 		}
 		// drained moves the model past a Wait: every accepted task has finished.
 		drained := func() {
@@ -176,13 +249,13 @@ func FuzzPoolOperations(f *testing.F) {
 			op, arg := int(b%fuzzOps), int(b/fuzzOps)
 			name := fmt.Sprint("op ", op)
 			switch op {
-			case opSubmit, opSubmitPanic:
+			case opSubmit, opSubmitPanic, opSubmitPanicNil, opSubmitGoexit:
 				fate := m.offer()
 				if !m.stopped && fate == "full" && !m.nonBlocking {
 					// A Submit that would block is the stress suite's business.
 					continue
 				}
-				task := newTask(op == opSubmitPanic)
+				task := newTask(endOf(op))
 				err := p.submit(task)
 				switch {
 				case m.stopped:
@@ -200,13 +273,13 @@ func FuzzPoolOperations(f *testing.F) {
 					}
 					accepted[len(accepted)-1] = true
 					m.accept()
-					if op == opSubmitPanic {
+					if endOf(op).panics() {
 						panicsAccepted++
 					}
 				}
 			case opTrySubmit:
 				fate := m.offer()
-				ok := p.try(newTask(false))
+				ok := p.try(newTask(endReturn))
 				want := !m.stopped && fate != "full"
 				if ok != want {
 					t.Fatalf("step %d: TrySubmit = %v, model says %v (%s, stopped %v)", step, ok, want, fate, m.stopped)
@@ -220,14 +293,14 @@ func FuzzPoolOperations(f *testing.F) {
 			case opSubmitCanceled:
 				ctx, cancel := context.WithCancel(context.Background())
 				cancel()
-				if err := p.submitContext(ctx, newTask(false)); !errors.Is(err, context.Canceled) {
+				if err := p.submitContext(ctx, newTask(endReturn)); !errors.Is(err, context.Canceled) {
 					t.Fatalf("step %d: SubmitContext with an ended context = %v, want context.Canceled", step, err)
 				}
 				m.canceled++
 			case opSubmitTimeout:
 				fate := m.offer()
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Millisecond)
-				err := p.submitContext(ctx, newTask(false))
+				err := p.submitContext(ctx, newTask(endReturn))
 				cancel()
 				switch {
 				case m.stopped:
@@ -281,6 +354,7 @@ func FuzzPoolOperations(f *testing.F) {
 				p.Wait()
 				m.done += uint64(m.running + m.waiting)
 				drained()
+				waited(step)
 			case opStop:
 				p.Stop()
 				m.stopped = true
@@ -300,12 +374,40 @@ func FuzzPoolOperations(f *testing.F) {
 				if err := p.submit(nil); !errors.Is(err, want) {
 					t.Fatalf("step %d: Submit(nil) = %v, want ErrNilTask", step, err)
 				}
+			case opGroup:
+				pp, ok := p.(plainPool)
+				n := 1 + arg%3
+				// The group's functions are tasks like the others, held at the gate, so the
+				// model holds; Go blocks on a full queue, so only n that fit are offered.
+				if !ok || !m.stopped && !m.roomFor(n) {
+					continue
+				}
+				if group == nil {
+					group, _ = pp.Group(context.Background())
+				}
+				g := group
+				for range 2 {
+					w := make(chan error, 1)
+					go func() { w <- g.Wait() }()
+					waiters = append(waiters, w)
+				}
+				for range n {
+					task := newTask(endReturn)
+					g.Go(func(context.Context) error { task(); return nil })
+					if m.stopped {
+						groupStopped = true
+						continue
+					}
+					accepted[len(accepted)-1] = true
+					m.accept()
+				}
 			}
 			settle(step, name)
 		}
 
 		release()
 		p.StopAndWait()
+		waited(len(in))
 		for i := range runs {
 			n := runs[i].Load()
 			if accepted[i] && n != 1 {

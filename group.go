@@ -6,6 +6,9 @@ import (
 	"errors"
 	"slices"
 	"sync"
+	"sync/atomic"
+
+	"github.com/crewgo/crew/internal/worker"
 )
 
 // Group runs functions on a pool as one unit of work: the first error cancels the group's
@@ -20,13 +23,18 @@ type Group struct {
 	p      *Pool
 	ctx    context.Context
 	cancel context.CancelCauseFunc
-	wg     sync.WaitGroup
 	all    bool // made by GroupAll: errors are collected and cancel nothing
+	// running counts the functions accepted and not yet returned. It is not a sync.WaitGroup:
+	// Go may be called while Wait waits, and after Wait returned, and a WaitGroup allows
+	// neither (an Add from zero concurrent with Wait is a race, and a reuse before Wait has
+	// returned panics). See done and await; TestGroupGoConcurrentWithWaitIsSafe guards it.
+	running atomic.Int64
 
 	mu   sync.Mutex
 	err  error
-	seq  uint64     // GroupAll: the number of the last Go or TryGo call that took effect
-	errs []seqError // GroupAll: every error, with the number of the call it belongs to
+	seq  uint64        // GroupAll: the number of the last Go or TryGo call that took effect
+	errs []seqError    // GroupAll: every error, with the number of the call it belongs to
+	idle chan struct{} // made by a Wait that finds functions running, closed when none is
 }
 
 // seqError is an error of a GroupAll group and the number of the Go call it belongs to.
@@ -95,9 +103,9 @@ func (g *Group) TryGo(fn func(ctx context.Context) error) bool {
 	if fn == nil {
 		return false
 	}
-	g.wg.Add(1)
+	g.running.Add(1)
 	if g.p.core.submit(&groupTask{g: g, fn: fn, seq: g.number()}, false) != nil {
-		g.wg.Done()
+		g.done()
 		return false
 	}
 	return true
@@ -118,18 +126,75 @@ func (g *Group) number() uint64 {
 // submit runs t, whose Go call is numbered seq, on the group's pool, counting it until it is
 // done.
 func (g *Group) submit(t task, seq uint64) {
-	g.wg.Add(1)
+	g.running.Add(1)
+	g.launch(t, seq)
+}
+
+// launch offers t, already counted and of the Go call numbered seq, to the group's pool; a
+// refusal is the group's error and ends the count of t.
+func (g *Group) launch(t task, seq uint64) {
 	if err := g.p.core.submit(t, true); err != nil {
 		g.fail(seq, err)
-		g.wg.Done()
+		g.done()
 	}
+}
+
+// launchContext counts t and offers it to the group's pool, waiting for room in a full
+// bounded queue until ctx ends. It reports whether the pool accepted t. If not, t is no
+// longer counted and never runs: ctx ended first, or the pool refused t and the refusal is
+// the group's error.
+func (g *Group) launchContext(ctx context.Context, t task) bool {
+	g.running.Add(1)
+	switch r := g.p.core.offer(t, true, ctx.Done()); r {
+	case worker.Accepted:
+		return true
+	case worker.Canceled:
+	default:
+		g.fail(0, g.p.core.result(r, nil))
+	}
+	g.done()
+	return false
+}
+
+// done ends the count of one function. The one that takes the count to zero wakes the Wait
+// calls waiting, unless a Go has raised it again meanwhile: then that function's done will.
+func (g *Group) done() {
+	if g.running.Add(-1) != 0 {
+		return
+	}
+	g.mu.Lock()
+	if g.idle != nil && g.running.Load() == 0 {
+		close(g.idle)
+		g.idle = nil
+	}
+	g.mu.Unlock()
+}
+
+// await blocks until no function of the group is running. While the count is above zero
+// here, some function has yet to call done; the done that takes the count to zero finds idle
+// set, under mu, and closes it unless a Go raised the count again meanwhile, in which case
+// the done of that function does.
+func (g *Group) await() {
+	g.mu.Lock()
+	if g.running.Load() == 0 {
+		g.mu.Unlock()
+		return
+	}
+	if g.idle == nil {
+		g.idle = make(chan struct{})
+	}
+	idle := g.idle
+	g.mu.Unlock()
+	<-idle
 }
 
 // Wait blocks until every function started by Go has returned, cancels the group's context,
 // and returns the first error (nil if there was none); for a group made by [Pool.GroupAll],
 // every error, joined. The return of every function synchronizes before the return of Wait.
+// Any number of goroutines may call Wait, also while others call Go; a Go call concurrent
+// with Wait may or may not be waited for.
 func (g *Group) Wait() error {
-	g.wg.Wait()
+	g.await()
 	g.cancel(nil)
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -168,12 +233,15 @@ func (g *Group) fail(seq uint64, err error) {
 func (g *Group) guard(seq uint64, fn func(context.Context) error) {
 	returned := false
 	defer func() {
-		if !returned {
-			g.fail(seq, recovered(recover()))
+		if !returned { // fn called runtime.Goexit
+			g.fail(seq, errGoexit)
 		}
-		g.wg.Done()
+		g.done()
 	}()
-	err := fn(g.ctx)
+	var err error
+	if pe := catch(func() { err = fn(g.ctx) }); pe != nil {
+		err = pe
+	}
 	returned = true
 	if err != nil {
 		g.fail(seq, err)
@@ -193,7 +261,7 @@ func (t *groupTask) abort(err error) bool { return t.g.abort(t.seq, err) }
 // abort counts a function of the group that will never run as done, with err as its error.
 func (g *Group) abort(seq uint64, err error) bool {
 	g.fail(seq, err)
-	g.wg.Done()
+	g.done()
 	return true
 }
 
@@ -220,29 +288,40 @@ func NewResults[R any](ctx context.Context, p *Pool) (*Results[R], context.Conte
 // Go runs fn on the pool with the shared context and keeps its value in submission order. It
 // behaves as [Group.Go]: it blocks only while a bounded queue is full, every accepted function
 // runs, and a refusal, an error or a panic ([*PanicError]) is the first error if none came
-// before. Go allocates one result holder per call (BenchmarkResultsGo).
+// before. Go allocates one result holder per call.
 func (r *Results[R]) Go(fn func(ctx context.Context) (R, error)) {
 	t := &resultTask[R]{g: &r.g, fn: fn}
-	r.mu.Lock()
-	r.tasks = append(r.tasks, t)
-	r.mu.Unlock()
 	if fn == nil {
+		r.list(t)
 		r.g.fail(0, ErrNilTask)
 		return
 	}
-	r.g.submit(t, 0)
+	// Counted before it is listed, so that a Wait that finds it in the list waits for it.
+	r.g.running.Add(1)
+	r.list(t)
+	r.g.launch(t, 0)
+}
+
+// list appends t to the values Wait returns.
+func (r *Results[R]) list(t *resultTask[R]) {
+	r.mu.Lock()
+	r.tasks = append(r.tasks, t)
+	r.mu.Unlock()
 }
 
 // Wait blocks until every function has returned, cancels the shared context, and returns
 // their values in submission order with the first error. A function that failed, panicked or
 // never ran leaves the zero value in its place. The return of every function synchronizes
-// before the return of Wait.
+// before the return of Wait. Like [Group.Wait], it may be called by several goroutines, also
+// while others call Go; the values are those of the functions whose Go took effect before
+// Wait was called, and of no function still running.
 func (r *Results[R]) Wait() ([]R, error) {
-	err := r.g.Wait()
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	vals := make([]R, len(r.tasks))
-	for i, t := range r.tasks {
+	tasks := r.tasks // every function in it is counted: r.g.Wait waits for it
+	r.mu.Unlock()
+	err := r.g.Wait()
+	vals := make([]R, len(tasks))
+	for i, t := range tasks {
 		vals[i] = t.val
 	}
 	return vals, err

@@ -677,3 +677,126 @@ func TestGroupFailureLeavesOtherGroupsContextLive(t *testing.T) {
 		t.Fatalf("the other group's Wait = %v, want nil", err)
 	}
 }
+
+// TestGroupGoConcurrentWithWaitIsSafe proves that a Group is safe for concurrent use with Go
+// (and TryGo) and Wait called at once from many goroutines, as [crew.Group.Wait] says: no data
+// race, no panic, every function runs once, and each Wait returns only when the function whose
+// Go its caller made before it has returned. The functions are short, so the count of functions
+// running drops to zero and rises again while other goroutines wait.
+func TestGroupGoConcurrentWithWaitIsSafe(t *testing.T) {
+	t.Parallel()
+	p := crew.New(4)
+	defer p.StopAndWait()
+	const callers, each = 16, 200
+	g, _ := p.Group(context.Background())
+	runs := make([]atomic.Int32, callers*each)
+	together(callers, each, func(c, i int) {
+		n := &runs[c*each+i]
+		fn := func(context.Context) error { n.Add(1); return nil }
+		if i%2 == 0 {
+			g.Go(fn)
+		} else if !g.TryGo(fn) {
+			t.Errorf("TryGo on an unbounded pool = false")
+			n.Add(1)
+		}
+		if err := g.Wait(); err != nil {
+			t.Errorf("Wait = %v", err)
+		}
+		if n.Load() != 1 {
+			t.Errorf("Wait returned before the function its caller started with Go had run")
+		}
+	})
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	ranOnce(t, runs)
+}
+
+// TestGroupGoAfterWaitIsWaitedForByTheNextWait proves [crew.Group.Go]'s "Go after Wait has
+// returned still runs fn, with the canceled context; a later Wait waits for it", over several
+// rounds of one group, with several Waits each round.
+func TestGroupGoAfterWaitIsWaitedForByTheNextWait(t *testing.T) {
+	t.Parallel()
+	p := crew.New(2)
+	defer p.StopAndWait()
+	g, ctx := p.Group(context.Background())
+	for round := range 5 {
+		release := make(chan struct{})
+		var finished atomic.Bool
+		g.Go(func(fctx context.Context) error {
+			<-release
+			if round > 0 && fctx.Err() == nil {
+				t.Error("a function started after Wait sees a live context")
+			}
+			finished.Store(true)
+			return nil
+		})
+		waits := make([]<-chan struct{}, 3)
+		for i := range waits {
+			waits[i] = goRun(func() {
+				if err := g.Wait(); err != nil {
+					t.Errorf("Wait = %v", err)
+				}
+				if !finished.Load() {
+					t.Error("Wait returned before the function did")
+				}
+			})
+		}
+		stillBlocked(t, fmt.Sprintf("round %d: Wait", round), waits[0])
+		close(release)
+		for _, w := range waits {
+			awaitReturn(t, fmt.Sprintf("round %d: Wait", round), w)
+		}
+		if ctx.Err() == nil {
+			t.Fatal("the group's context is live after Wait returned")
+		}
+	}
+}
+
+// TestResultsGoConcurrentWithWaitIsSafe proves that a Results is safe for concurrent use with
+// Go and Wait called at once, as [crew.Results.Wait] says: each Wait returns the values of
+// the functions whose Go took effect before it, in order, every one of them finished (never
+// the zero value of one still running), and the last Wait returns them all.
+func TestResultsGoConcurrentWithWaitIsSafe(t *testing.T) {
+	t.Parallel()
+	p := crew.New(4)
+	defer p.StopAndWait()
+	const callers, each = 16, 50
+	for range 20 {
+		r, _ := crew.NewResults[int](context.Background(), p)
+		var goes atomic.Int64 // Go calls that have returned
+		var mu sync.Mutex     // orders the Go calls so that value v is the v-th
+		next := 0
+		together(callers, each, func(c, i int) {
+			if c%2 == 1 {
+				before := goes.Load()
+				vals, err := r.Wait()
+				if err != nil || int64(len(vals)) < before {
+					t.Errorf("Wait = %d values, %v; want at least %d", len(vals), err, before)
+				}
+				for j, v := range vals {
+					if v != j+1 {
+						t.Errorf("Wait: vals[%d] = %d, want %d", j, v, j+1)
+						return
+					}
+				}
+				return
+			}
+			mu.Lock()
+			next++
+			v := next
+			r.Go(func(context.Context) (int, error) { runtime.Gosched(); return v, nil })
+			mu.Unlock()
+			goes.Add(1)
+		})
+		vals, err := r.Wait()
+		if err != nil || len(vals) != callers/2*each {
+			t.Fatalf("the last Wait = %d values, %v; want %d", len(vals), err, callers/2*each)
+		}
+		for j, v := range vals {
+			if v != j+1 {
+				t.Fatalf("vals[%d] = %d, want %d", j, v, j+1)
+			}
+		}
+	}
+}

@@ -2,6 +2,7 @@ package crew
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"iter"
 )
@@ -15,29 +16,65 @@ import (
 // canceled at the first error. The return of every call synchronizes before the return of
 // ForEach.
 //
-// ForEach allocates one small task per value (BenchmarkForEach).
+// ForEach blocks while every slot is taken, and while p's bounded queue is full, only until ctx
+// ends or a call fails. If in itself panics (or calls runtime.Goexit), ForEach cancels the
+// calls' context, waits for the calls in flight, and lets the panic go on to its caller: no
+// call outlives ForEach. If in or fn is nil, ForEach returns an error at once and calls
+// nothing; a nil fn's error matches [ErrNilTask] under [errors.Is].
+//
+// ForEach allocates one small task per value.
 func ForEach[T any](ctx context.Context, p *Pool, in iter.Seq[T], fn func(context.Context, T) error) error {
+	if in == nil {
+		return errNilSeq
+	}
+	if fn == nil {
+		return nilFnError("ForEach")
+	}
 	g, gctx := p.Group(ctx)
 	// slots holds one token per call in flight: a call returns its token when done.
 	slots := make(chan struct{}, max(p.Stats().MaxWorkers, 1))
 	cut := false
+	returned := false // in returned: it did not panic
+	defer func() {
+		if !returned {
+			// in panicked, or called runtime.Goexit. The calls already started run on a
+			// context that only the Wait below would otherwise cancel: cancel it, and let
+			// them finish before the panic goes on (TestForEachSequencePanicLeavesNoCallRunning).
+			g.cancel(errSeqPanicked)
+			g.Wait()
+		}
+	}()
 	for v := range in {
 		select {
 		case slots <- struct{}{}:
 		case <-gctx.Done():
 		}
-		if gctx.Err() != nil {
+		if gctx.Err() != nil || !g.launchContext(gctx, &eachTask[T]{g: g, slots: slots, fn: fn, v: v}) {
 			cut = true
 			break
 		}
-		g.submit(&eachTask[T]{g: g, slots: slots, fn: fn, v: v}, 0)
 	}
+	returned = true
 	err := g.Wait()
 	if err == nil && cut {
 		err = ctx.Err() // the sequence was cut short by ctx, not by a call
 	}
 	return err
 }
+
+// errSeqPanicked is the cause of the calls' context when ForEach's sequence panics.
+var errSeqPanicked = errors.New("crew: ForEach: the sequence panicked")
+
+// errNilSeq is what ForEach returns for a nil sequence.
+var errNilSeq = errors.New("crew: ForEach: in must not be nil")
+
+// nilFnError is what Map and ForEach return for a nil fn: it names the call, and matches
+// ErrNilTask as Group.Go's error for a nil fn does.
+type nilFnError string
+
+func (e nilFnError) Error() string { return "crew: " + string(e) + ": fn must not be nil" }
+
+func (e nilFnError) Unwrap() error { return ErrNilTask }
 
 type eachTask[T any] struct {
 	g     *Group
@@ -58,13 +95,18 @@ func (t *eachTask[T]) run() {
 
 // Map calls fn on p for each element of in and returns the results in the order of in. Like
 // [ForEach], it keeps at most p's limit of calls in flight and stops scheduling new elements at
-// the first error, a panic ([*PanicError]), or the end of ctx; it then waits for the calls in
-// flight and returns the first error. The returned slice always has len(in) elements: those
-// whose call failed or was never scheduled hold the zero value.
+// the first error, a panic ([*PanicError]), or the end of ctx, which it also honours while p's
+// bounded queue is full; it then waits for the calls in flight and returns the first error.
+// The returned slice always has len(in) elements: those whose call failed or was never
+// scheduled hold the zero value. If fn is nil, Map returns an error that matches [ErrNilTask]
+// at once.
 //
-// Map allocates the result slice and one small task per element (BenchmarkMap).
+// Map allocates the result slice and one small task per element.
 func Map[T, R any](ctx context.Context, p *Pool, in []T, fn func(context.Context, T) (R, error)) ([]R, error) {
 	out := make([]R, len(in))
+	if fn == nil {
+		return out, nilFnError("Map")
+	}
 	indexes := func(yield func(int) bool) {
 		for i := range in {
 			if !yield(i) {

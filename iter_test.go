@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"iter"
+	"runtime"
 	"slices"
 	"strconv"
 	"sync/atomic"
@@ -500,4 +501,126 @@ func TestBatchPanicsOnBadArguments(t *testing.T) {
 		{"n 0", func() { crew.Batch(countTo(1), 0) }, "crew: Batch: n must be >= 1, got 0"},
 		{"n -2", func() { crew.Batch(countTo(1), -2) }, "crew: Batch: n must be >= 1, got -2"},
 	})
+}
+
+// TestForEachAndMapHonourCtxWhileBlockedOnAFullQueue proves [crew.ForEach]'s "blocks ... while
+// p's bounded queue is full, only until ctx ends", for ForEach and Map: with the pool's worker
+// busy and its queue full, the call returns ctx.Err() once ctx ends, and fn never runs.
+func TestForEachAndMapHonourCtxWhileBlockedOnAFullQueue(t *testing.T) {
+	t.Parallel()
+	for _, c := range iterCalls {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			p, free := fullBoundedQueue(t)
+			ctx, cancel := context.WithCancel(context.Background())
+			var err error
+			done := goRun(func() {
+				err = c.run(ctx, p, 3, func(context.Context, int) error {
+					t.Error("a call ran that the full queue never accepted")
+					return nil
+				})
+			})
+			waitFor(t, c.name+" to block on the full queue", func() bool { return crew.BlockedSubmitters(p) == 1 })
+			cancel()
+			awaitReturn(t, c.name+" after its ctx ended", done)
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("%s = %v, want context.Canceled", c.name, err)
+			}
+			free()
+		})
+	}
+}
+
+// TestForEachSequencePanicLeavesNoCallRunning proves [crew.ForEach]'s "If in itself panics (or
+// calls runtime.Goexit), ForEach cancels the calls' context, waits for the calls in flight,
+// and lets the panic go on to its caller": a call waiting on its context is released, and has
+// returned when the panic reaches the caller.
+func TestForEachSequencePanicLeavesNoCallRunning(t *testing.T) {
+	t.Parallel()
+	for _, how := range []string{"panic", "Goexit"} {
+		t.Run(how, func(t *testing.T) {
+			t.Parallel()
+			p := crew.New(2)
+			defer p.StopAndWait()
+			started := make(chan struct{})
+			var returned atomic.Bool
+			seq := func(yield func(int) bool) {
+				yield(0)
+				<-started
+				if how == "panic" {
+					panic("sequence boom")
+				}
+				runtime.Goexit()
+			}
+			var recovered any
+			var returnedFirst bool
+			awaitReturn(t, "ForEach with a panicking sequence", goRun(func() {
+				defer func() {
+					recovered = recover()
+					returnedFirst = returned.Load()
+				}()
+				crew.ForEach(context.Background(), p, seq, func(ctx context.Context, _ int) error {
+					close(started)
+					select {
+					case <-ctx.Done():
+					case <-time.After(10 * time.Second):
+						t.Error("the call's context was not canceled when the sequence panicked")
+					}
+					returned.Store(true)
+					return nil
+				})
+				t.Error("ForEach returned normally from a sequence that panicked")
+			}))
+			if how == "panic" && recovered != "sequence boom" {
+				t.Fatalf("the caller recovered %v, want the sequence's panic", recovered)
+			}
+			if !returnedFirst {
+				t.Fatal("the sequence's panic reached the caller before the call in flight returned")
+			}
+		})
+	}
+}
+
+// TestForEachAndMapWithNilArgumentsReturnAnError proves the docs of [crew.ForEach] and
+// [crew.Map] for a nil sequence or fn: an error naming the call and the argument, returned at
+// once; a nil fn's matches ErrNilTask; Map's slice still has len(in) elements.
+func TestForEachAndMapWithNilArgumentsReturnAnError(t *testing.T) {
+	t.Parallel()
+	p := crew.New(1)
+	defer p.StopAndWait()
+	ctx := context.Background()
+	tests := []struct {
+		name     string
+		call     func() error
+		want     string
+		isNilFun bool
+	}{
+		{"ForEach nil in", func() error {
+			return crew.ForEach(ctx, p, nil, func(context.Context, int) error { return nil })
+		}, "crew: ForEach: in must not be nil", false},
+		{"ForEach nil fn", func() error {
+			return crew.ForEach[int](ctx, p, countTo(3), nil)
+		}, "crew: ForEach: fn must not be nil", true},
+		{"Map nil fn", func() error {
+			out, err := crew.Map[int, int](ctx, p, []int{1, 2, 3}, nil)
+			if len(out) != 3 {
+				t.Errorf("Map with a nil fn returned %d results, want 3", len(out))
+			}
+			return err
+		}, "crew: Map: fn must not be nil", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.call()
+			if err == nil || err.Error() != tt.want {
+				t.Fatalf("error = %v, want %q", err, tt.want)
+			}
+			if errors.Is(err, crew.ErrNilTask) != tt.isNilFun {
+				t.Fatalf("errors.Is(%v, ErrNilTask) = %v, want %v", err, !tt.isNilFun, tt.isNilFun)
+			}
+		})
+	}
+	if s := p.Stats(); s.Accepted != 0 {
+		t.Fatalf("Stats = %+v, want nothing submitted", s)
+	}
 }

@@ -3,6 +3,7 @@ package crew_test
 import (
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -131,4 +132,31 @@ func TestBoundedQueueBoundsMemory(t *testing.T) {
 	}
 	close(hold)
 	p.StopAndWait()
+}
+
+// TestQueuedLargeArgumentPinsAboutItsOwnSize: a 1 MB argument waiting in a FuncPool's queue
+// keeps about 1 MB alive, not a queue segment of many such slots.
+func TestQueuedLargeArgumentPinsAboutItsOwnSize(t *testing.T) {
+	skipMemoryUnderRace(t)
+	type big [1 << 20]byte
+	hold := make(chan struct{})
+	var ran atomic.Int32
+	fp := crew.NewFunc(1, func(big) { ran.Add(1); <-hold })
+	defer fp.StopAndWait()
+	defer close(hold)
+	if err := fp.Invoke(big{}); err != nil { // runs, and holds the one worker
+		t.Fatal(err)
+	}
+	waitFor(t, "the first call to start", func() bool { return ran.Load() == 1 })
+	base := heapInUse()
+	if err := fp.Invoke(big{}); err != nil { // waits in the queue
+		t.Fatal(err)
+	}
+	held := heapInUse()
+	if s := fp.Stats(); s.Waiting != 1 {
+		t.Fatalf("Stats = %+v, want one call waiting", s)
+	}
+	if grew := int64(held) - int64(base); grew > 3<<20 {
+		t.Fatalf("one queued 1 MB argument grew the live heap by %d B, want about 1 MB", grew)
+	}
 }

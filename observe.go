@@ -1,7 +1,6 @@
 package crew
 
 import (
-	"runtime/debug"
 	"time"
 
 	"github.com/crewgo/crew/internal/histogram"
@@ -146,8 +145,7 @@ func (o *observer[T]) rejected(err error) {
 	if o.hooks.Rejected == nil {
 		return
 	}
-	defer o.recoverHook()
-	o.hooks.Rejected(err)
+	o.guard(func() { o.hooks.Rejected(err) })
 }
 
 // call runs hook h, if set, sending a panic of h to the panic handler.
@@ -155,24 +153,20 @@ func (o *observer[T]) call(h func(TaskInfo), ti TaskInfo) {
 	if h == nil {
 		return
 	}
-	defer o.recoverHook()
-	h(ti)
+	o.guard(func() { h(ti) })
 }
 
-// recoverHook, deferred around a hook, sends the hook's panic to the panic handler, and a
-// panic of the handler to the default one, as the worker does for tasks.
-func (o *observer[T]) recoverHook() {
-	v := recover()
-	if v == nil {
+// guard runs a hook and sends its panic to the panic handler, and a panic of the handler to
+// the default one, as the worker does for tasks. catch tells a panic(nil) under
+// GODEBUG=panicnil=1 from a Goexit, which recover alone does not.
+func (o *observer[T]) guard(hook func()) {
+	pe := catch(hook)
+	if pe == nil {
 		return
 	}
-	stack := debug.Stack()
-	defer func() {
-		if hv := recover(); hv != nil {
-			worker.DefaultPanicHandler(hv, debug.Stack())
-		}
-	}()
-	o.handler(v, stack)
+	if hp := catch(func() { o.handler(pe.Value, pe.Stack) }); hp != nil {
+		worker.DefaultPanicHandler(hp.Value, hp.Stack)
+	}
 }
 
 // histograms fills s.WaitTime and s.RunTime.

@@ -130,9 +130,10 @@ func WithPanicHandler(h func(v any, stack []byte)) Option {
 	}
 }
 
-// WithContext ties the pool to ctx: when ctx ends, the pool stops as if by [Pool.Stop].
-// Tasks already accepted still run; later submits return [ErrStopped]. It panics if ctx is
-// nil.
+// WithContext ties the pool to ctx: when ctx ends, the pool stops as if by [Pool.Stop],
+// sub-pools included. Tasks already accepted still run; a submit to the pool or to any of its
+// sub-pools made after ctx has ended returns [ErrStopped], and a pool built with a ctx that
+// has already ended is stopped when New returns. It panics if ctx is nil.
 func WithContext(ctx context.Context) Option {
 	if ctx == nil {
 		panic("crew: WithContext: ctx must not be nil")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"runtime/debug"
 	"time"
 )
 
@@ -146,12 +145,10 @@ func callHandler(h func(any), v any, ph func(any, []byte)) {
 	if h == nil {
 		return
 	}
-	defer func() {
-		if r := recover(); r != nil {
-			ph(r, debug.Stack())
-		}
-	}()
-	h(v)
+	// catch, not recover alone, so that a panic(nil) under GODEBUG=panicnil=1 is reported.
+	if pe := catch(func() { h(v) }); pe != nil {
+		ph(pe.Value, pe.Stack)
+	}
 }
 
 // keepSubWorker is the engine's Keep: DiscardOldest must not drop a sub-pool's worker.

@@ -3,6 +3,7 @@ package crew
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -57,7 +58,7 @@ func New(maxWorkers int, opts ...Option) *Pool {
 	ec.Woke = p.wakeSubs
 	ec.Weight = taskWeight
 	ec.Level = taskLevel
-	p.core.init(c, ec, p.Stop, isSubWorker)
+	p.core.init(c, ec, nil, p.halt, isSubWorker)
 	return p
 }
 
@@ -112,10 +113,24 @@ func (p *Pool) Wait() { p.core.wait() }
 
 // Stop stops the pool from accepting tasks and returns at once. Tasks already accepted still
 // run, on the workers the pool has; submitters blocked on a full queue return [ErrStopped].
-// Stop also stops the pool's sub-pools ([Pool.Sub]). A second Stop does nothing. It is safe
-// to call from a task.
+// Stop also stops the pool's sub-pools ([Pool.Sub]) and theirs: when any Stop call returns,
+// also one concurrent with another, the pool and every sub-pool refuse tasks. A second Stop
+// does nothing. It is safe to call from a task.
 func (p *Pool) Stop() {
-	p.core.stop()
+	p.halt()
+	p.core.unhook()
+}
+
+// halt stops p and then its sub-pools. It is also the WithContext hook, which runs on a
+// goroutine of its own, possibly while New is still running: it reads nothing that New writes
+// after registering it.
+//
+// Every call stops every sub-pool itself, rather than leaving that to the first: sub-pools
+// stay listed until they exit, so a Stop concurrent with another (or with the hook) does not
+// return while a sub-pool the other is about to stop still accepts tasks
+// (TestStopReturnsAfterSubPoolsAreStopped).
+func (p *Pool) halt() {
+	p.core.e.Stop()
 	for _, c := range p.subs() {
 		c.Stop()
 	}
@@ -131,12 +146,10 @@ func (p *Pool) StopAndWait() {
 
 // Shutdown stops the pool as [Pool.Stop] does and waits, like [Pool.StopAndWait], for the
 // accepted tasks to finish, but no longer than ctx allows: if ctx ends first it returns
-// ctx.Err(), and the remaining tasks still run in the background. It mirrors
-// net/http.Server.Shutdown.
-func (p *Pool) Shutdown(ctx context.Context) error {
-	p.Stop()
-	return p.core.awaitExit(ctx)
-}
+// ctx.Err(), and the remaining tasks still run in the background. It returns nil whenever the
+// pool has exited, even if ctx has ended too (a pool stopped and drained earlier, say). It
+// mirrors net/http.Server.Shutdown. It panics if ctx is nil, and then stops nothing.
+func (p *Pool) Shutdown(ctx context.Context) error { return p.core.shutdown(ctx, p.Stop) }
 
 // Resize sets the worker limit to maxWorkers and returns at once, without waiting for running
 // tasks. From its return [Pool.Stats] reports the new limit and no task starts while that
@@ -189,7 +202,9 @@ func (p *Pool) Sub(maxWorkers int, opts ...Option) *Pool {
 		p.core.e.Release()
 		p.forget(child)
 	}
-	child.core.init(c, ec, child.Stop, isSubWorker)
+	// The sub-pool refuses tasks as soon as the WithContext context of p, or of a pool above
+	// p, has ended, as p does, rather than only once that context's hook has stopped it.
+	child.core.init(c, ec, p.core.watches, child.halt, isSubWorker)
 
 	p.mu.Lock()
 	if p.children == nil {
@@ -240,14 +255,45 @@ func (w *subWorker) abort(err error) bool {
 
 // core is what Pool and FuncPool share: the engine and the pool's lifecycle around it.
 type core[T any] struct {
-	e       *worker.Engine[T]
-	cfg     config
-	ctxDone <-chan struct{} // the WithContext context's Done, or nil
-	stopCtx func() bool     // unregisters the WithContext hook
-	obs     *observer[T]    // WithHooks, WithLatencyHistograms; nil without them
+	e   *worker.Engine[T]
+	cfg config
+	// watches are the WithContext contexts that the pool's submits check: its own, and for a
+	// sub-pool those of the pools above it. Usually none or one.
+	watches []ctxWatch
+	stopCtx func() bool  // unregisters the WithContext hook
+	obs     *observer[T] // WithHooks, WithLatencyHistograms; nil without them
 }
 
-func (c *core[T]) init(cfg config, ec worker.Config[T], stop func(), skip func(T) bool) {
+// ctxWatch is a WithContext context: done is its Done channel, and halt stops the pool it
+// was given to, with the pools below (see Pool.halt).
+type ctxWatch struct {
+	done <-chan struct{}
+	halt func()
+}
+
+// ended reports whether one of the watched contexts has ended, and then stops the pools it
+// was given to. A non-blocking receive is one atomic load.
+func (c *core[T]) ended() bool {
+	for _, w := range c.watches {
+		select {
+		case <-w.done:
+			w.halt()
+			return true
+		default:
+		}
+	}
+	return false
+}
+
+// init builds the engine. above are the watches of the pools above a sub-pool. halt stops
+// the pool (and its sub-pools): it is the WithContext hook, called at once if the context has
+// already ended, so that New returns a stopped pool. skip tells the observer which tasks are
+// sub-pools' workers.
+//
+// The hook is registered last: context.AfterFunc runs it on a goroutine of its own, at once
+// if the context ends meanwhile, and it must find the pool built. It must not read stopCtx,
+// which is written when AfterFunc returns (TestNewWithEndedContextReturnsAStoppedPool).
+func (c *core[T]) init(cfg config, ec worker.Config[T], above []ctxWatch, halt func(), skip func(T) bool) {
 	c.cfg = cfg
 	if c.obs = newObserver(cfg, skip); c.obs != nil {
 		ec.Observer = c.obs
@@ -256,9 +302,23 @@ func (c *core[T]) init(cfg config, ec worker.Config[T], stop func(), skip func(T
 	if cfg.rateSet {
 		c.e.SetRate(cfg.ratePerSecond, cfg.rateBurst)
 	}
-	if cfg.ctx != nil && stop != nil {
-		c.ctxDone = cfg.ctx.Done()
-		c.stopCtx = context.AfterFunc(cfg.ctx, stop)
+	c.watches = slices.Clip(above) // an append copies, leaving the parent's alone
+	if cfg.ctx == nil {
+		return
+	}
+	c.watches = append(c.watches, ctxWatch{done: cfg.ctx.Done(), halt: halt})
+	if cfg.ctx.Err() != nil {
+		halt()
+		return
+	}
+	c.stopCtx = context.AfterFunc(cfg.ctx, halt)
+}
+
+// unhook unregisters the WithContext hook of a pool being stopped, so that a long-lived
+// context does not keep it reachable.
+func (c *core[T]) unhook() {
+	if c.stopCtx != nil {
+		c.stopCtx()
 	}
 }
 
@@ -309,15 +369,10 @@ func (c *core[T]) stats() Stats {
 }
 
 func (c *core[T]) offer(arg T, wait bool, done <-chan struct{}) worker.Result {
-	if c.ctxDone != nil {
-		// The pool's context may have ended a moment before its AfterFunc stops the pool;
-		// a submit in between must not be accepted. A non-blocking receive is one atomic load.
-		select {
-		case <-c.ctxDone:
-			c.e.Stop()
-			return worker.Stopped
-		default:
-		}
+	// A watched context may have ended a moment before its hook stops the pools; a submit in
+	// between must not be accepted.
+	if c.ended() {
+		return worker.Stopped
 	}
 	return c.e.Submit(arg, wait, done)
 }
@@ -343,19 +398,24 @@ func (c *core[T]) wait() {
 	}
 }
 
-func (c *core[T]) stop() {
-	c.e.Stop()
-	if c.stopCtx != nil {
-		c.stopCtx()
+// shutdown checks ctx, stops the pool with stop and waits for it to exit until ctx ends.
+func (c *core[T]) shutdown(ctx context.Context, stop func()) error {
+	if ctx == nil {
+		panic("crew: Shutdown: ctx must not be nil")
 	}
-}
-
-func (c *core[T]) awaitExit(ctx context.Context) error {
+	stop()
+	// An exited pool reports nil even when ctx has ended too: a select with both ready
+	// picks one at random (TestShutdownOfExitedPoolWithEndedContextReturnsNil).
 	select {
 	case <-c.e.Exited():
 		return nil
 	case <-ctx.Done():
-		return ctx.Err()
+		select {
+		case <-c.e.Exited():
+			return nil
+		default:
+			return ctx.Err()
+		}
 	}
 }
 
@@ -388,14 +448,7 @@ func (p *Pool) IdleTimeout() time.Duration { return p.core.cfg.idleTimeout }
 
 // stopped reports whether submits are refused with ErrStopped.
 func (c *core[T]) stopped() bool {
-	if c.ctxDone != nil {
-		// The pool's context may have ended a moment before its AfterFunc stops the
-		// engine; offer already refuses submits then, so the pool is stopped.
-		select {
-		case <-c.ctxDone:
-			return true
-		default:
-		}
-	}
-	return c.e.Stopped()
+	// A watched context may have ended a moment before its hook stops the engine; offer
+	// already refuses submits then, so the pool is stopped.
+	return c.ended() || c.e.Stopped()
 }

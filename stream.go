@@ -115,16 +115,10 @@ func rangeSeq[T, R any](ctx context.Context, p *Pool, in iter.Seq[T], fn func(co
 	s.drain(yield)
 }
 
-// stopped reports whether p no longer accepts tasks: it was stopped, or its context ended.
+// stopped reports whether p no longer accepts tasks: it was stopped, or its context (or that
+// of a pool above it) ended.
 func (p *Pool) stopped() bool {
-	if p.core.ctxDone != nil {
-		select {
-		case <-p.core.ctxDone:
-			return true
-		default:
-		}
-	}
-	return p.core.e.Stopped()
+	return p.core.stopped()
 }
 
 // seqRun is the state of one range over a MapSeq or MapSeqUnordered sequence.
@@ -176,13 +170,15 @@ func (t *seqTask[T, R]) run() {
 	s := t.s
 	returned := false
 	defer func() {
-		if !returned {
-			t.r, t.err = *new(R), recovered(recover())
+		if !returned { // fn called runtime.Goexit
+			t.r, t.err = *new(R), errGoexit
 			s.fail(t.err)
 		}
 		s.returned(t)
 	}()
-	t.r, t.err = s.fn(s.ctx, t.v)
+	if pe := catch(func() { t.r, t.err = s.fn(s.ctx, t.v) }); pe != nil {
+		t.err = pe
+	}
 	returned = true
 	if t.err != nil {
 		t.r = *new(R)

@@ -12,10 +12,12 @@ import (
 	"github.com/crewgo/crew"
 )
 
-// opNewSub adds a sub-pool, if fewer than two exist, to FuzzSubPoolOperations' operations,
-// which are otherwise FuzzPoolOperations' own.
+// FuzzSubPoolOperations' operations are FuzzPoolOperations' own and these: opNewSub adds a
+// sub-pool, if fewer than two exist; opStopRace stops the parent from two goroutines while a
+// third stops the pool the byte names, or ends the parent's WithContext context if it has one.
 const (
 	opNewSub = fuzzOps + iota
+	opStopRace
 	subFuzzOps
 )
 
@@ -44,16 +46,21 @@ type subFuzzTask struct {
 // way: tasks of the parent and its sub-pools together never run above the parent's limit,
 // nor a sub-pool's above its own, even when the sub-pool's limit is larger; after a
 // sub-pool's Stop its submits return ErrStopped while the parent and the sibling still
-// accept; after the parent's Stop every sub-pool's submits return ErrStopped; a Wait returns
+// accept; after the parent's Stop every sub-pool's submits return ErrStopped, also when that
+// Stop ran concurrently with another Stop or with the end of the parent's context, and from
+// the moment that context has ended; a Wait returns
 // only when every task its pool accepted has finished; Stats snapshots add up. At the end
 // the parent is stopped (Stop, or StopAndWait): every accepted task ran exactly once, no
 // refused task ran, every panic reached the handler, and no goroutine is left.
 //
 // Some tasks hold at a gate until the next Wait (or an operation that has to let them
-// finish), so sub-pool tasks queue behind the parent's; the others yield a few times.
+// finish), so sub-pool tasks queue behind the parent's; the others yield a few times. Tasks
+// end by returning, panicking (with a value or with nil) or calling runtime.Goexit. Groups on
+// the pools call Go while two goroutines wait on them.
 func FuzzSubPoolOperations(f *testing.F) {
 	// The first byte chooses the parent: limit 1+b%4, queue size b/4%4 (0: unbounded),
-	// 0x10 non-blocking, 0x20 the end is Stop (then StopAndWait) rather than StopAndWait.
+	// 0x10 non-blocking, 0x20 the end is Stop (then StopAndWait) rather than StopAndWait,
+	// 0x40 the parent has a WithContext context.
 	// The second chooses the sub-pools: b%3 of them, limits 1+b/3%6 and 1+b/18%6. Each
 	// later byte is an operation (b%subFuzzOps) on a pool (arg%3: parent, sub-pool 1, 2),
 	// where arg is b/subFuzzOps; arg/3 holds the task at the gate (odd) or is the new
@@ -83,6 +90,13 @@ func FuzzSubPoolOperations(f *testing.F) {
 		op(opResize, 0, 5), op(opSubmit, 1, 1), op(opSubmit, 2, 1), op(opStats, 0, 0), op(opResize, 1, 0), op(opResize, 0, 1)})
 	f.Add([]byte{3, 2, op(opSubmit, 1, 1), op(opSubmit, 1, 1), op(opSubmit, 2, 1), op(opSubmit, 2, 1), // sub-pools at their own limits, below the parent's
 		op(opSubmit, 1, 1), op(opStats, 0, 0), op(opWait, 1, 0), op(opWait, 2, 0)})
+	f.Add([]byte{0x41, 2 + 3*2 + 18*3, op(opSubmit, 1, 1), op(opSubmit, 2, 1), op(opSubmit, 0, 1), // Stops racing the context's end
+		op(opStopRace, 1, 0), op(opSubmit, 1, 0), op(opTrySubmit, 2, 0), op(opNewSub, 0, 1), op(opWait, 0, 0)})
+	f.Add([]byte{0x01, 2 + 3*1 + 18*2, op(opSubmit, 2, 1), op(opStopRace, 0, 0), op(opSubmit, 2, 0), op(opWait, 0, 0)}) // Stops racing Stops
+	f.Add([]byte{2, 2 + 3*3 + 18*3, op(opSubmitPanicNil, 1, 0), op(opSubmitGoexit, 2, 0), op(opSubmitGoexit, 1, 0),     // panic(nil) and Goexit
+		op(opSubmitPanicNil, 0, 0), op(opSubmitGoexit, 0, 0), op(opStats, 0, 0), op(opWait, 0, 0), op(opStats, 1, 0)})
+	f.Add([]byte{1, 2 + 3*2 + 18*2, op(opGroup, 1, 1), op(opGroup, 2, 2), op(opGroup, 0, 1), op(opStats, 0, 0), // groups: Go with Wait, after Wait, after Stop
+		op(opWait, 1, 0), op(opGroup, 1, 0), op(opStop, 1, 0), op(opGroup, 1, 1), op(opWait, 0, 0)})
 	f.Fuzz(func(t *testing.T, in []byte) {
 		if len(in) < 2 {
 			return
@@ -92,7 +106,7 @@ func FuzzSubPoolOperations(f *testing.F) {
 		}
 		base := runtime.NumGoroutine()
 		limit, queueSize := 1+int(in[0]%4), int(in[0]/4%4)
-		nonBlocking, endWithStop := in[0]&0x10 != 0, in[0]&0x20 != 0
+		nonBlocking, endWithStop, withContext := in[0]&0x10 != 0, in[0]&0x20 != 0, in[0]&0x40 != 0
 		var handled atomic.Uint64
 		opts := []crew.Option{
 			crew.WithIdleTimeout(0),
@@ -101,6 +115,11 @@ func FuzzSubPoolOperations(f *testing.F) {
 		}
 		if nonBlocking {
 			opts = append(opts, crew.WithNonBlocking())
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		if withContext {
+			opts = append(opts, crew.WithContext(ctx))
 		}
 		parent := &subFuzzPool{p: crew.New(limit, opts...), gauge: &limitGauge{}, limit: limit}
 		parent.gauge.limit.Store(int64(limit))
@@ -145,8 +164,8 @@ func FuzzSubPoolOperations(f *testing.F) {
 		}()
 
 		var tasks []*subFuzzTask
-		newTask := func(step, pool int, held, panics bool) (*subFuzzTask, func()) {
-			rec := &subFuzzTask{pool: pool, panics: panics, submitStep: step}
+		newTask := func(step, pool int, held bool, end taskEnd) (*subFuzzTask, func()) {
+			rec := &subFuzzTask{pool: pool, panics: end.panics(), submitStep: step}
 			tasks = append(tasks, rec)
 			g := gate
 			own := pools[pool].gauge
@@ -166,8 +185,41 @@ func FuzzSubPoolOperations(f *testing.F) {
 						runtime.Gosched()
 					}
 				}
-				if panics {
-					panic("fuzz: planned panic")
+				end.end()
+			}
+		}
+		// The groups of opGroup, one per pool, and the Wait calls on them not yet checked.
+		type fuzzGroup struct {
+			g       *crew.Group
+			stopped bool // a Go found the pool stopped: that is the group's error
+		}
+		groups := map[int]*fuzzGroup{}
+		type groupWait struct {
+			fg  *fuzzGroup
+			err chan error
+		}
+		var waiters []groupWait
+		// waited checks, once every held task has been let go, that every Wait on a group
+		// returns, with no error but the ErrStopped of a Go after Stop.
+		waited := func(step int) {
+			t.Helper()
+			for _, w := range waiters {
+				select {
+				case err := <-w.err:
+					if err != nil && !(w.fg.stopped && errors.Is(err, crew.ErrStopped)) {
+						t.Fatalf("step %d: Group.Wait = %v", step, err)
+					}
+				case <-time.After(10 * time.Second):
+					t.Fatalf("step %d: Group.Wait has not returned 10 s after its functions were let go", step)
+				}
+			}
+			waiters = waiters[:0]
+		}
+		// refuses checks that every pool in ps refuses a task, after what.
+		refuses := func(what string, ps []*subFuzzPool) {
+			for j, fp := range ps {
+				if fp.p.TrySubmit(func() {}) {
+					t.Errorf("%s: pool %d accepted a task", what, j)
 				}
 			}
 		}
@@ -258,6 +310,7 @@ func FuzzSubPoolOperations(f *testing.F) {
 			t.Helper()
 			release()
 			awaitReturn(t, fmt.Sprintf("step %d: Wait on pool %d", step, i), goRun(pools[i].p.Wait))
+			waited(step)
 			for j, rec := range tasks {
 				if rec.pool == i && rec.accepted && !rec.finished.Load() {
 					t.Fatalf("step %d: Wait on pool %d returned before task %d (step %d) finished", step, i, j, rec.submitStep)
@@ -273,11 +326,11 @@ func FuzzSubPoolOperations(f *testing.F) {
 			}
 			fp := pools[i]
 			switch op {
-			case opSubmit, opSubmitPanic:
-				rec, task := newTask(step, i, op == opSubmit && x%2 == 1, op == opSubmitPanic)
+			case opSubmit, opSubmitPanic, opSubmitPanicNil, opSubmitGoexit:
+				rec, task := newTask(step, i, op == opSubmit && x%2 == 1, endOf(op))
 				submit(step, i, rec, task)
 			case opTrySubmit:
-				rec, task := newTask(step, i, x%2 == 1, false)
+				rec, task := newTask(step, i, x%2 == 1, endReturn)
 				ok := fp.p.TrySubmit(task)
 				if ok {
 					rec.accepted = true
@@ -289,12 +342,12 @@ func FuzzSubPoolOperations(f *testing.F) {
 			case opSubmitCanceled:
 				ctx, cancel := context.WithCancel(context.Background())
 				cancel()
-				_, task := newTask(step, i, false, false)
+				_, task := newTask(step, i, false, endReturn)
 				if err := fp.p.SubmitContext(ctx, task); !errors.Is(err, context.Canceled) {
 					t.Fatalf("step %d: SubmitContext to pool %d with an ended context = %v, want context.Canceled", step, i, err)
 				}
 			case opSubmitTimeout:
-				rec, task := newTask(step, i, x%2 == 1, false)
+				rec, task := newTask(step, i, x%2 == 1, endReturn)
 				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Millisecond)
 				err := fp.p.SubmitContext(ctx, task)
 				cancel()
@@ -329,7 +382,7 @@ func FuzzSubPoolOperations(f *testing.F) {
 				// The parent and the sibling still accept.
 				for j, other := range pools {
 					if j != i && !other.stopped {
-						rec, task := newTask(step, j, false, false)
+						rec, task := newTask(step, j, false, endReturn)
 						submit(step, j, rec, task)
 					}
 				}
@@ -357,6 +410,53 @@ func FuzzSubPoolOperations(f *testing.F) {
 				if len(pools) < 3 {
 					newSub(1 + x%6)
 				}
+			case opGroup:
+				if mayBeFull(i) {
+					continue // Go would block on the full queue: the bounded-queue tests' business
+				}
+				fg := groups[i]
+				if fg == nil {
+					g, _ := fp.p.Group(context.Background())
+					fg = &fuzzGroup{g: g}
+					groups[i] = fg
+				}
+				for range 2 {
+					w := groupWait{fg, make(chan error, 1)}
+					go func() { w.err <- fg.g.Wait() }()
+					waiters = append(waiters, w)
+				}
+				for range 1 + x%3 {
+					rec, task := newTask(step, i, x%2 == 1, endReturn)
+					fg.g.Go(func(context.Context) error { task(); return nil })
+					if fp.stopped {
+						fg.stopped = true
+						continue
+					}
+					rec.accepted = true
+					fp.accepted++
+				}
+			case opStopRace:
+				// After each Stop returns, the pools it stops refuse tasks; so do all once the
+				// parent's context has ended.
+				together(3, 1, func(c, _ int) {
+					switch {
+					case c == 0 && withContext:
+						cancel()
+						refuses(fmt.Sprintf("step %d: after the parent's context ended", step), pools)
+					case c == 2:
+						fp.p.Stop()
+						refuses(fmt.Sprintf("step %d: after pool %d's Stop", step, i), pools[i:i+1])
+					default:
+						parent.p.Stop()
+						refuses(fmt.Sprintf("step %d: after the parent's Stop", step), pools)
+					}
+				})
+				if t.Failed() {
+					t.FailNow()
+				}
+				for _, fp := range pools {
+					fp.stopped = true
+				}
 			}
 		}
 
@@ -364,15 +464,16 @@ func FuzzSubPoolOperations(f *testing.F) {
 			parent.p.Stop()
 			for i, fp := range pools {
 				fp.stopped = true
-				rec, task := newTask(len(in), i, false, false)
+				rec, task := newTask(len(in), i, false, endReturn)
 				submit(len(in), i, rec, task)
-				if _, task := newTask(len(in), i, false, false); fp.p.TrySubmit(task) {
+				if _, task := newTask(len(in), i, false, endReturn); fp.p.TrySubmit(task) {
 					t.Fatalf("TrySubmit to pool %d after the parent's Stop = true", i)
 				}
 			}
 		}
 		release()
 		awaitReturn(t, "the parent's StopAndWait", goRun(parent.p.StopAndWait))
+		waited(len(in))
 		finished = true
 		close(watchDone)
 		for _, w := range watchers {

@@ -28,12 +28,12 @@ import (
 	"github.com/crewgo/crew/internal/spare"
 )
 
-// segmentBytes is the target size of one segment's slots. Four kilobytes holds 256 interface
-// values or 512 pointers, and keeps a large element type from making huge segments.
+// segmentBytes is the size of one segment's slots: 256 interface values or 512 pointers. A
+// segment of a larger element type holds fewer, down to one: a queue of 1 MB values holds one
+// per segment, so one value waiting pins 1 MB rather than a segment of many slots, most of
+// them empty (TestSegmentsHoldAtMostSegmentBytesOrOneElement). The cost for such types is a
+// segment taken from the shared spares per few values, small beside copying the values.
 const segmentBytes = 4096
-
-// minSegmentLen keeps segments of a large element type from degenerating into a linked list.
-const minSegmentLen = 16
 
 type segment[T any] struct {
 	items []T
@@ -148,11 +148,13 @@ func (q *Queue[T]) newSegment() *segment[T] {
 		return s
 	}
 	var zero T
-	n := minSegmentLen
-	if size := int(unsafe.Sizeof(zero)); size > 0 && segmentBytes/size > n {
-		n = segmentBytes / size
-	}
-	return &segment[T]{items: make([]T, n)}
+	return &segment[T]{items: make([]T, segmentLen(unsafe.Sizeof(zero)))}
+}
+
+// segmentLen returns how many values of size bytes a segment holds: as many as fit in
+// segmentBytes, and at least one. Values of size 0 take no room, so segmentBytes of them.
+func segmentLen(size uintptr) int {
+	return max(1, segmentBytes/int(max(size, 1)))
 }
 
 // release gives s, whose slots Pop has cleared, back for reuse.

@@ -124,18 +124,13 @@ func TestPopClearsSlotsAndDrainedQueueKeepsOneSegment(t *testing.T) {
 	}
 }
 
-// TestSegmentsHaveSaneLength: segment length follows the element size, never below the
-// minimum, and a zero-size element type works.
+// TestSegmentsHaveSaneLength: segment length follows the element size, and a zero-size
+// element type works.
 func TestSegmentsHaveSaneLength(t *testing.T) {
 	var small Queue[byte]
 	small.Push(1)
 	if got := len(small.head.items); got != segmentBytes {
 		t.Fatalf("byte segment length %d, want %d", got, segmentBytes)
-	}
-	var big Queue[[1024]byte]
-	big.Push([1024]byte{})
-	if got := len(big.head.items); got != minSegmentLen {
-		t.Fatalf("large-element segment length %d, want %d", got, minSegmentLen)
 	}
 	var empty Queue[struct{}]
 	for range 100 {
@@ -148,6 +143,52 @@ func TestSegmentsHaveSaneLength(t *testing.T) {
 	}
 	if empty.Len() != 0 {
 		t.Fatalf("Len = %d after draining", empty.Len())
+	}
+}
+
+// segmentOf pushes two values of T onto a new queue and returns the length of its first
+// segment, checking that the queue still gives both back.
+func segmentOf[T any](t *testing.T) int {
+	t.Helper()
+	var q Queue[T]
+	var v T
+	q.Push(v)
+	q.Push(v)
+	n := len(q.head.items)
+	for range 2 {
+		if _, ok := q.Pop(); !ok {
+			t.Fatalf("Queue[%T] lost a value", v)
+		}
+	}
+	q.Free()
+	return n
+}
+
+// TestSegmentsHoldAtMostSegmentBytesOrOneElement: a segment's slots take at most
+// segmentBytes, or hold a single value when one is larger, so that one large value waiting
+// does not pin a segment of many empty slots; small element types keep their segment
+// lengths.
+func TestSegmentsHoldAtMostSegmentBytesOrOneElement(t *testing.T) {
+	tests := []struct {
+		name       string
+		size, want int
+		len        func(*testing.T) int
+	}{
+		{"byte", 1, 4096, segmentOf[byte]},
+		{"int", 8, 512, segmentOf[int]},
+		{"interface", 16, 256, segmentOf[any]},
+		{"256 B", 256, 16, segmentOf[[256]byte]},
+		{"300 B", 300, 13, segmentOf[[300]byte]},
+		{"1 kB", 1024, 4, segmentOf[[1024]byte]},
+		{"5 kB", 5000, 1, segmentOf[[5000]byte]},
+		{"1 MB", 1 << 20, 1, segmentOf[[1 << 20]byte]},
+	}
+	for _, tt := range tests {
+		n := tt.len(t)
+		if n != tt.want || n > 1 && n*tt.size > segmentBytes {
+			t.Errorf("%s values: %d per segment (%d B), want %d, within %d B or one value",
+				tt.name, n, n*tt.size, tt.want, segmentBytes)
+		}
 	}
 }
 

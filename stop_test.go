@@ -1,0 +1,190 @@
+package crew_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/crewgo/crew"
+)
+
+// subTree gives p width sub-pools, each width sub-pools of its own, depth levels deep, and
+// returns them all, parents before their sub-pools.
+func subTree(p *crew.Pool, width, depth int) []*crew.Pool {
+	if depth == 0 {
+		return nil
+	}
+	var all []*crew.Pool
+	for range width {
+		s := p.Sub(1)
+		all = append(all, s)
+		all = append(all, subTree(s, width, depth-1)...)
+	}
+	return all
+}
+
+// refusesTasks fails t unless every pool in ps refuses a task with ErrStopped.
+func refusesTasks(t *testing.T, what string, ps []*crew.Pool) {
+	t.Helper()
+	for i, s := range ps {
+		if err := s.Submit(func() {}); !errors.Is(err, crew.ErrStopped) {
+			t.Errorf("%s: Submit to sub-pool %d = %v, want ErrStopped", what, i, err)
+		}
+	}
+}
+
+// TestStopReturnsAfterSubPoolsAreStopped proves [crew.Pool.Stop]'s "when any Stop call
+// returns, also one concurrent with another, the pool and every sub-pool refuse tasks": Stop
+// is called on the root by several goroutines at once, or by some while the root's
+// WithContext context ends, or while sub-pools are stopped themselves; each caller checks,
+// as soon as its Stop returns, that every sub-pool below refuses.
+func TestStopReturnsAfterSubPoolsAreStopped(t *testing.T) {
+	t.Parallel()
+	for _, shape := range []string{"concurrent Stops", "Stop while the context ends", "Stops of sub-pools and root"} {
+		t.Run(shape, func(t *testing.T) {
+			t.Parallel()
+			for round := range 100 {
+				ctx, cancel := context.WithCancel(context.Background())
+				p := crew.New(2, crew.WithContext(ctx))
+				tree := subTree(p, 2, 2)
+				together(3, 1, func(c, _ int) {
+					switch {
+					case c == 0 && shape == "Stop while the context ends":
+						cancel()
+					case c > 0 && shape == "Stops of sub-pools and root":
+						// Sub-pool c-1 and its sub-pools (the next two) refuse once it
+						// has stopped; the root's Stop below stops all.
+						s := tree[(c-1)*3]
+						s.Stop()
+						refusesTasks(t, fmt.Sprintf("round %d, after a sub-pool's Stop", round), tree[(c-1)*3:c*3])
+					default:
+						p.Stop()
+						refusesTasks(t, fmt.Sprintf("round %d, after the root's Stop", round), tree)
+					}
+				})
+				cancel()
+				p.StopAndWait()
+			}
+		})
+	}
+}
+
+// TestSubPoolsRefuseOnceTheRootContextHasEnded proves [crew.WithContext]'s "a submit to the
+// pool or to any of its sub-pools made after ctx has ended returns ErrStopped": at once, not
+// only once the hook that stops the pool has run.
+func TestSubPoolsRefuseOnceTheRootContextHasEnded(t *testing.T) {
+	t.Parallel()
+	for round := range 100 {
+		ctx, cancel := context.WithCancel(context.Background())
+		p := crew.New(2, crew.WithContext(ctx))
+		tree := subTree(p, 2, 2)
+		cancel()
+		// From the deepest sub-pool up, so that no submit to a parent has stopped it first.
+		for i := len(tree) - 1; i >= 0; i-- {
+			refusesTasks(t, fmt.Sprintf("round %d", round), tree[i:i+1])
+		}
+		if err := p.Submit(func() {}); !errors.Is(err, crew.ErrStopped) {
+			t.Fatalf("round %d: Submit to the root = %v, want ErrStopped", round, err)
+		}
+		p.StopAndWait()
+	}
+}
+
+// TestNewWithEndedContextReturnsAStoppedPool proves [crew.WithContext]'s "a pool built with a
+// ctx that has already ended is stopped when New returns", for New and NewFunc, without a data
+// race between New and the hook that stops the pool; and that a pool whose context ends while
+// New runs refuses tasks once the context has ended.
+func TestNewWithEndedContextReturnsAStoppedPool(t *testing.T) {
+	t.Parallel()
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	for round := range 100 {
+		ctx := ended
+		if round%2 == 1 { // the context ends while New runs
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithCancel(context.Background())
+			go cancel()
+		}
+		p := crew.New(2, crew.WithContext(ctx))
+		f := crew.NewFunc(2, func(int) { t.Error("a call ran on a stopped pool") }, crew.WithContext(ctx))
+		<-ctx.Done()
+		refusesEverySubmit(t, p, f, func() { t.Error("a task ran on a stopped pool") })
+		refusesTasks(t, fmt.Sprintf("round %d", round), []*crew.Pool{p.Sub(1)})
+		p.StopAndWait()
+		f.StopAndWait()
+	}
+}
+
+// TestShutdownOfExitedPoolWithEndedContextReturnsNil proves [crew.Pool.Shutdown]'s "It returns
+// nil whenever the pool has exited, even if ctx has ended too", as net/http.Server.Shutdown
+// does, for Pool and FuncPool.
+func TestShutdownOfExitedPoolWithEndedContextReturnsNil(t *testing.T) {
+	t.Parallel()
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	forEachKind(t, 2, nil, func(t *testing.T, p testPool) {
+		if err := p.submit(func() {}); err != nil {
+			t.Fatal(err)
+		}
+		p.StopAndWait()
+		for i := range 100 {
+			if err := p.Shutdown(ended); err != nil {
+				t.Fatalf("Shutdown %d of an exited pool with an ended context = %v, want nil", i, err)
+			}
+		}
+	})
+}
+
+// TestShutdownWithNilContextPanicsBeforeStopping: Shutdown(nil) fails as clearly as
+// SubmitContext(nil), and leaves the pool running.
+func TestShutdownWithNilContextPanicsBeforeStopping(t *testing.T) {
+	t.Parallel()
+	forEachKind(t, 2, nil, func(t *testing.T, p testPool) {
+		defer p.StopAndWait()
+		func() {
+			defer func() {
+				const want = "crew: Shutdown: ctx must not be nil"
+				if got := recover(); got != want {
+					t.Fatalf("Shutdown(nil) panicked with %v, want %q", got, want)
+				}
+			}()
+			//lint:ignore SA1012 a nil context is the bad input under test
+			p.Shutdown(nil)
+		}()
+		ran := make(chan struct{})
+		if err := p.submit(func() { close(ran) }); err != nil {
+			t.Fatalf("Submit after Shutdown(nil) = %v, want the pool still running", err)
+		}
+		<-ran
+	})
+}
+
+// TestSubWithContextStopsTheSubPoolAlone proves [crew.Pool.Sub]'s WithContext option as
+// [crew.WithContext] states it, for a sub-pool: once its own context has ended (before Sub,
+// or later), the sub-pool and its own sub-pools refuse tasks at once, while its parent and
+// its sibling still accept them.
+func TestSubWithContextStopsTheSubPoolAlone(t *testing.T) {
+	t.Parallel()
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	for round := range 50 {
+		p := crew.New(2)
+		sibling := p.Sub(1)
+		ctx := ended
+		var cancel context.CancelFunc = func() {}
+		if round%2 == 1 { // the context ends after Sub
+			ctx, cancel = context.WithCancel(context.Background())
+		}
+		sub := p.Sub(1, crew.WithContext(ctx))
+		below := sub.Sub(1)
+		cancel()
+		refusesTasks(t, fmt.Sprintf("round %d: the sub-pool and its own", round), []*crew.Pool{below, sub})
+		for _, s := range []*crew.Pool{p, sibling} {
+			if err := s.Submit(func() {}); err != nil {
+				t.Fatalf("round %d: Submit to the parent or the sibling = %v, want nil", round, err)
+			}
+		}
+		p.StopAndWait()
+	}
+}
