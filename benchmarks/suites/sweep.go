@@ -66,8 +66,8 @@ func parseSI(s string) (int, bool) {
 // base has a tenth of its tasks, so that its workers axis, where 1,000 workers sleep their way
 // through every task in turn, takes a second per contender instead of ten.
 var (
-	SweepFullBase  = SweepPoint{Tasks: 1_000_000, Workers: pondWorkers, Users: 1}
-	SweepQuickBase = SweepPoint{Tasks: 100_000, Workers: pondWorkers, Users: 1}
+	SweepFullBase  = SweepPoint{Tasks: 1_000_000, Workers: 200_000, Users: 1}
+	SweepQuickBase = SweepPoint{Tasks: 100_000, Workers: 200_000, Users: 1}
 )
 
 // SweepContenders are the contenders of BenchmarkSweep: crew's two pools, the three bounded
