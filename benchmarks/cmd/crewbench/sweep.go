@@ -353,11 +353,13 @@ func (st *sweepTask) drawChart(dc draw.Canvas, a sweepAxis, line []benchsuites.S
 		{"bytes allocated per task (log scale)", func(c sweepCell) float64 { return c.bytes }, fmtBytes},
 	}
 	legendWidth := vg.Points(120)
-	top, bottom := vg.Points(26), vg.Points(16)
+	top, bottom, xLabelHeight := vg.Points(26), vg.Points(16), vg.Points(16)
 	panelWidth := (dc.Max.X - dc.Min.X - legendWidth) / 2
 	for i, pan := range panels {
 		p := plot.New()
-		p.X.Label.Text = a.label
+		// The x label is drawn below the panel, not by the plot: the plot places its label
+		// at the arithmetic middle of the axis, far right on a log scale, and pads the whole
+		// panel for it.
 		p.Y.Label.Text = pan.ylabel
 		p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
 		p.X.Tick.Marker = logTicks{format: fmtQuantity}
@@ -392,7 +394,10 @@ func (st *sweepTask) drawChart(dc draw.Canvas, a sweepAxis, line []benchsuites.S
 		p.Y.Min, p.Y.Max = lo/1.6, hi*1.6
 		p.X.Min, p.X.Max = float64(a.of(line[0]))/1.6, float64(a.of(line[len(line)-1]))*1.6
 		x0 := dc.Min.X + panelWidth*vg.Length(i)
-		p.Draw(draw.Crop(dc, x0-dc.Min.X, x0+panelWidth-dc.Max.X, bottom, -top))
+		p.Draw(draw.Crop(dc, x0-dc.Min.X, x0+panelWidth-dc.Max.X, bottom+xLabelHeight, -top))
+		xLabel := p.Y.Label.TextStyle
+		xLabel.Rotation, xLabel.XAlign, xLabel.YAlign = 0, draw.XCenter, draw.YBottom
+		dc.FillText(xLabel, vg.Point{X: x0 + panelWidth/2 + vg.Points(20), Y: dc.Min.Y + bottom}, a.label)
 	}
 	legend.Draw(draw.Crop(dc, dc.Max.X-dc.Min.X-legendWidth+vg.Points(10), 0, bottom, -top-vg.Points(10)))
 
@@ -403,7 +408,7 @@ func (st *sweepTask) drawChart(dc draw.Canvas, a sweepAxis, line []benchsuites.S
 	foot := titleStyle
 	foot.Font.Size = vg.Points(8)
 	foot.XAlign, foot.YAlign = draw.XLeft, draw.YBottom
-	dc.FillText(foot, vg.Point{X: dc.Min.X + vg.Points(6), Y: dc.Min.Y + vg.Points(3)}, strings.Join(strings.Fields(machine), " "))
+	dc.FillText(foot, vg.Point{X: dc.Min.X + vg.Points(6), Y: dc.Min.Y + vg.Points(3)}, strings.ReplaceAll(strings.Join(strings.Fields(machine), " "), " ,", ","))
 	return nil
 }
 
