@@ -137,7 +137,7 @@ func (sr *suiteResult) writeSweep(dir string, rep *report) error {
 	names := rep.opts.contendersOf(sr.suite)
 	data := sr.sweepData()
 	var b strings.Builder
-	fmt.Fprintf(&b, "# %s\n\n%s", upperFirst(sr.suite.title), rep.header())
+	fmt.Fprintf(&b, "# %s\n\n%s", upperFirst(sr.suite.title), rep.sweepHeader())
 	fmt.Fprintf(&b, "%s Time and bytes are per task: a run's median time and allocated bytes divided by its tasks. "+
 		"A point's name is pond's: users, tasks per user, workers (`100u-10Kt-200Kw`: 100 users submit 10,000 tasks each "+
 		"to at most 200,000 workers). The static floor runs the tasks on exactly the workers' goroutines and ignores the users "+
@@ -153,7 +153,7 @@ func (sr *suiteResult) writeSweep(dir string, rep *report) error {
 				continue
 			}
 			file := fmt.Sprintf("sweep-%s-%s", a.name, st.task)
-			if err := st.chart(filepath.Join(dir, file), a, line, base, names, rep.machine); err != nil {
+			if err := st.chart(filepath.Join(dir, file), a, line, base, names, tidyMachine(rep.machine)); err != nil {
 				return fmt.Errorf("sweep chart %s: %w", file, err)
 			}
 			fmt.Fprintf(&b, "![%s along %s](%s.svg)\n\n", st.task, a.name, file)
@@ -165,6 +165,30 @@ func (sr *suiteResult) writeSweep(dir string, rep *report) error {
 		return err
 	}
 	return nil
+}
+
+// sweepHeader is the text above the sweep's page: the machine, the commands and the
+// samples. The other suites' header speaks of multiples and significance, which this page
+// does not show.
+func (rep *report) sweepHeader() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Machine: %s.\n\n", tidyMachine(rep.machine))
+	for _, c := range rep.commands {
+		fmt.Fprintf(&b, "Command (in `benchmarks/`): `%s`.\n\n", c)
+	}
+	lo, hi := rep.sampleCounts()
+	n := fmt.Sprint(hi)
+	if lo != hi {
+		n = fmt.Sprintf("%d to %d", lo, hi)
+	}
+	fmt.Fprintf(&b, "Each figure is the median of %s samples, one per pass, the order of the contenders turned by one "+
+		"place each pass; each sample is one run. With so few, read differences of a few tens of percent as noise.\n\n", n)
+	return b.String()
+}
+
+// tidyMachine drops the padding some CPUs' names carry: "Processor     , 2 cores".
+func tidyMachine(m string) string {
+	return strings.ReplaceAll(strings.Join(strings.Fields(m), " "), " ,", ",")
 }
 
 // table is one markdown table of the task's points by contender; with peer, a last column
@@ -408,7 +432,7 @@ func (st *sweepTask) drawChart(dc draw.Canvas, a sweepAxis, line []benchsuites.S
 	foot := titleStyle
 	foot.Font.Size = vg.Points(8)
 	foot.XAlign, foot.YAlign = draw.XLeft, draw.YBottom
-	dc.FillText(foot, vg.Point{X: dc.Min.X + vg.Points(6), Y: dc.Min.Y + vg.Points(3)}, strings.ReplaceAll(strings.Join(strings.Fields(machine), " "), " ,", ","))
+	dc.FillText(foot, vg.Point{X: dc.Min.X + vg.Points(6), Y: dc.Min.Y + vg.Points(3)}, machine)
 	return nil
 }
 
