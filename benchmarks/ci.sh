@@ -26,4 +26,5 @@ go run ./cmd/crewbench -short -full -count 1 -out "$work/out" >"$log" 2>&1 || fa
 for s in pond ultrapool itogami taskq pools streams; do
 	test -s "$work/out/$s.svg" && test -s "$work/out/$s.md" || fail "crewbench wrote no $s chart or table"
 done
+test -s "$work/out/sweep.md" && test -s "$work/out/sweep-users-randfloat.svg" || fail "crewbench wrote no sweep table or chart"
 echo "benchmarks: ok, $ran benchmarks ran once each; crewbench wrote every suite's table and chart"

@@ -462,6 +462,12 @@ func (rep *report) write(dir string, md string) error {
 		if len(sr.scenarios) == 0 {
 			continue
 		}
+		if sr.suite.name == sweepSuite.name { // its own page and charts
+			if err := sr.writeSweep(dir, rep); err != nil {
+				return err
+			}
+			continue
+		}
 		page := fmt.Sprintf("# %s\n\n%s![%s](%s.svg)\n\n%s", sr.suite.title, rep.header(), sr.suite.title, sr.suite.name,
 			sr.markdown(rep.opts.contendersOf(sr.suite)))
 		if err := os.WriteFile(filepath.Join(dir, sr.suite.name+".md"), []byte(page), 0o644); err != nil {

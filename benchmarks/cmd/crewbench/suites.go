@@ -70,4 +70,5 @@ var suites = []suite{
 		metric:     "peak-pending",
 		quick:      "./.", quickTime: "1x", fullTime: "5x",
 	},
+	sweepSuite,
 }
