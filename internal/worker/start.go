@@ -17,6 +17,17 @@ func (s launch[T]) starts() bool { return s.w != nil || s.spawn }
 // end of a worker, passes through it. A new reason to hold tasks back is a condition here,
 // and the code that makes that reason go away calls dispatch. Callers hold e.mu.
 func (e *Engine[T]) mayStart(arg T) bool {
+	// Small enough to be inlined into the hot path's callers: the features that hold tasks
+	// back cost one test while none is in use.
+	if e.sched|e.gated != 0 {
+		return e.mayStartGuarded(arg)
+	}
+	return e.running < e.max
+}
+
+// mayStartGuarded is mayStart while a pause, a rate limit, weights, levels or a parent are
+// in play.
+func (e *Engine[T]) mayStartGuarded(arg T) bool {
 	if e.sched != 0 {
 		return e.mayStartGated(arg) && (e.gated == 0 || e.Open())
 	}
