@@ -10,14 +10,6 @@ import (
 	"github.com/crewgo/crew"
 )
 
-// checkRan fails the benchmark unless want tasks ran.
-func checkRan(b *testing.B, ran *atomic.Int64, want int) {
-	b.Helper()
-	if got := ran.Load(); got != int64(want) {
-		b.Fatalf("%d of %d tasks ran", got, want)
-	}
-}
-
 var benchWorkers = []int{1, 8, 1024}
 
 // BenchmarkSubmit measures one submitter queuing tiny tasks, against a goroutine per task.

@@ -18,18 +18,6 @@ import (
 
 // The fault cases: a pool used badly still ends in a clear, documented state.
 
-// awaitStats polls p's Stats until cond holds, against a deadline.
-func awaitStats(t *testing.T, p interface{ Stats() crew.Stats }, what string, cond func(crew.Stats) bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for s := p.Stats(); !cond(s); s = p.Stats() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s; stats %+v", what, s)
-		}
-		time.Sleep(100 * time.Microsecond)
-	}
-}
-
 // TestShutdownReturnsContextErrorAndTheRestDrain: a task that never returns makes Shutdown
 // return ctx.Err() when ctx ends, while every other accepted task still runs.
 func TestShutdownReturnsContextErrorAndTheRestDrain(t *testing.T) {
@@ -93,17 +81,6 @@ func TestPanicHandlerThatPanicsIsReportedAndWorkerKeepsServing(t *testing.T) {
 	if !strings.Contains(buf.String(), "handler broke on task boom") {
 		t.Fatalf("the handler's own panic was not logged; log:\n%s", buf.String())
 	}
-}
-
-type lockedWriter struct {
-	mu *sync.Mutex
-	w  *bytes.Buffer
-}
-
-func (w lockedWriter) Write(b []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.w.Write(b)
 }
 
 // TestWaitFromTaskDoesNotReturnWhileTaskRuns: Wait called on behalf of a running task waits

@@ -126,26 +126,6 @@ func TestStopAndWaitLeavesNoParkedWorker(t *testing.T) {
 	}
 }
 
-// parkedWorkers counts the goroutines blocked in a worker's wait for a task.
-func parkedWorkers() int {
-	buf := make([]byte, 1<<20)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			buf = buf[:n]
-			break
-		}
-		buf = make([]byte, 2*len(buf))
-	}
-	parked := 0
-	for _, g := range strings.Split(string(buf), "\n\n") {
-		if strings.Contains(g, "[chan receive") && strings.Contains(g, "internal/worker.(*Engine[...]).wait") {
-			parked++
-		}
-	}
-	return parked
-}
-
 // TestWithoutPanicRecoveryCrashesTheProgram proves WithoutPanicRecovery's promise: a plain
 // task's panic ends the program with the panic value and the panicking frame on its stack,
 // and the panic handler is not called. It runs in a child process.

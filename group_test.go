@@ -13,19 +13,7 @@ import (
 	"time"
 
 	"github.com/crewgo/crew"
-	"github.com/crewgo/crew/internal/crewtest"
 )
-
-// highWater tracks how many calls run at once.
-type highWater struct{ running, high atomic.Int32 }
-
-func (h *highWater) enter() {
-	r := h.running.Add(1)
-	for m := h.high.Load(); r > m && !h.high.CompareAndSwap(m, r); m = h.high.Load() {
-	}
-}
-
-func (h *highWater) exit() { h.running.Add(-1) }
 
 func TestGroupWaitReturnsFirstErrorAfterAllTasksFinish(t *testing.T) {
 	t.Parallel()
@@ -342,54 +330,6 @@ func TestGroupGoAllocatesOneTask(t *testing.T) {
 	}
 }
 
-// goCall is one of the calls that run a function on a pool and report its outcome to their
-// caller: [crew.Go], [crew.Group.Go] and [crew.Results.Go].
-type goCall struct {
-	name string
-	// start runs fn through the call on p and returns what waits for it: Future.Wait,
-	// Group.Wait or Results.Wait, reduced to the error.
-	start func(p *crew.Pool, fn func()) (wait func() error)
-}
-
-var goCalls = []goCall{
-	{"Go", func(p *crew.Pool, fn func()) func() error {
-		f := crew.Go(p, func() (int, error) { fn(); return 1, nil })
-		return func() error { _, err := f.Wait(); return err }
-	}},
-	{"Group.Go", func(p *crew.Pool, fn func()) func() error {
-		g, _ := p.Group(context.Background())
-		g.Go(func(context.Context) error { fn(); return nil })
-		return g.Wait
-	}},
-	{"Results.Go", func(p *crew.Pool, fn func()) func() error {
-		r, _ := crew.NewResults[int](context.Background(), p)
-		r.Go(func(context.Context) (int, error) { fn(); return 1, nil })
-		return func() error { _, err := r.Wait(); return err }
-	}},
-}
-
-// fullBoundedQueue returns a pool of one worker and a queue of one, with the worker busy and
-// the queue full until free is called. The pool is freed and stopped when the test ends.
-func fullBoundedQueue(t *testing.T, opts ...crew.Option) (p *crew.Pool, free func()) {
-	t.Helper()
-	p = crew.New(1, append([]crew.Option{crew.WithQueueSize(1)}, opts...)...)
-	t.Cleanup(p.StopAndWait) // cleanups run last first: after holdWorkers' release
-	free = holdWorkers(t, plainPool{p}, 1, 1)
-	if s := p.Stats(); s.Running != 1 || s.Waiting != 1 {
-		t.Fatalf("Stats = %+v, want the worker busy and the queue of one full", s)
-	}
-	return p, free
-}
-
-// returnsWithin calls f and returns its error, failing the test if f has not returned after
-// 10 s.
-func returnsWithin(t *testing.T, what string, f func() error) error {
-	t.Helper()
-	var err error
-	awaitReturn(t, what, goRun(func() { err = f() }))
-	return err
-}
-
 func TestGoOnFullNonBlockingQueueReportsErrQueueFull(t *testing.T) {
 	t.Parallel()
 	for _, c := range goCalls {
@@ -530,30 +470,6 @@ func TestGroupResultsMapAndForEachPanicsNeverReachPanicHandler(t *testing.T) {
 	defer mu.Unlock()
 	if !slices.Equal(handled, []any{"plain boom"}) {
 		t.Fatalf("the panic handler got %v, want only the plain task's panic", handled)
-	}
-}
-
-// together runs fn(c, i) for i = 0..each-1 on each of callers goroutines, c = 0..callers-1,
-// released at once by closing one channel, and returns when all of them are done.
-func together(callers, each int, fn func(c, i int)) {
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	crewtest.Spawn(&wg, callers, start, func(c int) {
-		for i := range each {
-			fn(c, i)
-		}
-	})
-	close(start)
-	wg.Wait()
-}
-
-// ranOnce fails the test unless every function counted in runs ran exactly once.
-func ranOnce(t *testing.T, runs []atomic.Int32) {
-	t.Helper()
-	for i := range runs {
-		if n := runs[i].Load(); n != 1 {
-			t.Fatalf("function %d ran %d times, want 1", i, n)
-		}
 	}
 }
 

@@ -260,17 +260,6 @@ var iterCalls = []iterCall{
 	}},
 }
 
-// countTo yields 0, 1, ..., n-1.
-func countTo(n int) iter.Seq[int] {
-	return func(yield func(int) bool) {
-		for i := range n {
-			if !yield(i) {
-				return
-			}
-		}
-	}
-}
-
 // TestForEachCallInFlightSeesContextCanceledAtFirstError: a call blocked on its context when
 // another call fails is released by the cancellation, before ForEach (or Map) returns.
 func TestForEachCallInFlightSeesContextCanceledAtFirstError(t *testing.T) {
@@ -384,18 +373,6 @@ func TestForEachOnStoppedPoolReturnsErrStopped(t *testing.T) {
 	if !errors.Is(err, crew.ErrStopped) {
 		t.Fatalf("ForEach = %v, want ErrStopped", err)
 	}
-}
-
-// allocsPerItem returns how many more times run(n) allocates per extra item than run(0):
-// the cost of an item, without the fixed cost of the call.
-func allocsPerItem(t *testing.T, run func(n int)) float64 {
-	t.Helper()
-	const n = 1000
-	run(n) // warm the pool up: its workers exist
-	none := testing.AllocsPerRun(20, func() { run(0) })
-	many := testing.AllocsPerRun(20, func() { run(n) })
-	t.Logf("%.0f allocations for no items, %.0f for %d", none, many, n)
-	return (many - none) / n
 }
 
 func TestResultsGoAllocatesOneResultHolder(t *testing.T) {

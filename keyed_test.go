@@ -382,14 +382,6 @@ func TestKeyedInputValidation(t *testing.T) {
 	}
 }
 
-// must fails t at once if err is not nil.
-func must(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
 // TestStopNowHandsBackKeyedAndWeightedTasks: StopNow returns the keyed tasks still waiting
 // (their key's state is freed) and weighted tasks not started, as plain functions, and none of
 // them runs.

@@ -8,26 +8,7 @@ import (
 	"time"
 
 	"github.com/crewgo/crew"
-	"github.com/crewgo/crew/internal/racetest"
 )
-
-// heapInUse returns the live heap after a full collection.
-func heapInUse() uint64 {
-	var ms runtime.MemStats
-	runtime.GC()
-	runtime.GC()
-	runtime.ReadMemStats(&ms)
-	return ms.HeapAlloc
-}
-
-// skipMemoryUnderRace skips a memory test under the race detector, whose shadow memory and
-// slower tasks make heap figures meaningless; CI also runs the package without it.
-func skipMemoryUnderRace(t *testing.T) {
-	t.Helper()
-	if racetest.Enabled {
-		t.Skip("heap figures are meaningless under the race detector; run without -race")
-	}
-}
 
 // TestMillionTasksLeaveHeapAndGoroutinesAsTheyWere: a million tasks accepted (half of them
 // queued at once behind busy workers) and finished leave the live heap and the goroutine count

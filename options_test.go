@@ -1,8 +1,13 @@
 package crew_test
 
 import (
+	"bytes"
+	"errors"
+	"log/slog"
+	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/crewgo/crew"
 )
@@ -49,5 +54,184 @@ func TestWithPanicHandlerNilRestoresDefault(t *testing.T) {
 	defaultHandlerLogs(t, replaced, crew.WithPanicHandler(nil))
 	if called.Load() {
 		t.Fatal("the handler that WithPanicHandler(nil) replaced got the panic")
+	}
+}
+
+// TestQueueSizeBoundsWaitingTasks: with every worker busy and the queue full, TrySubmit and
+// TryInvoke return false, and Submit and Invoke block until a task starts and makes room.
+func TestQueueSizeBoundsWaitingTasks(t *testing.T) {
+	t.Parallel()
+	const workers, queued = 2, 3
+	forEachKind(t, workers, []crew.Option{crew.WithQueueSize(queued)}, func(t *testing.T, p testPool) {
+		release := holdWorkers(t, p, workers, queued)
+		var ran atomic.Int32
+		task := func() { ran.Add(1) }
+		if p.try(task) {
+			t.Fatal("try accepted the queue size + 1-th waiting task")
+		}
+		if s := p.Stats(); s.Waiting != queued || s.Running != workers || s.Rejected != 1 {
+			t.Fatalf("Stats = %+v, want %d waiting, %d running, 1 rejected", s, queued, workers)
+		}
+
+		// A blocking submit waits for room and is accepted once a task starts.
+		var err error
+		accepted := goRun(func() { err = p.submit(task) })
+		stillBlocked(t, "submit on a full queue", accepted)
+		release()
+		awaitReturn(t, "submit after room was made", accepted)
+		if err != nil {
+			t.Fatalf("submit after room was made: %v", err)
+		}
+		p.StopAndWait()
+		if s := p.Stats(); s.Completed != workers+queued+1 || ran.Load() != 1 {
+			t.Fatalf("Stats = %+v and %d of 1 blocked task ran, want %d completed",
+				s, ran.Load(), workers+queued+1)
+		}
+	})
+}
+
+// TestNonBlockingRejectsWithErrQueueFull: under WithNonBlocking, Submit and Invoke on a full
+// queue return ErrQueueFull at once and the task never runs.
+func TestNonBlockingRejectsWithErrQueueFull(t *testing.T) {
+	t.Parallel()
+	forEachKind(t, 1, []crew.Option{crew.WithQueueSize(1), crew.WithNonBlocking()}, func(t *testing.T, p testPool) {
+		release := holdWorkers(t, p, 1, 1)
+		if err := p.submit(func() { t.Error("refused task ran") }); !errors.Is(err, crew.ErrQueueFull) {
+			t.Fatalf("submit on a full queue = %v, want ErrQueueFull", err)
+		}
+		release()
+		p.StopAndWait()
+		if s := p.Stats(); s.Completed != 2 || s.Rejected != 1 {
+			t.Fatalf("Stats = %+v, want 2 completed, 1 rejected", s)
+		}
+	})
+}
+
+func TestMinWorkersStartWithPool(t *testing.T) {
+	t.Parallel()
+	p := crew.New(8, crew.WithMinWorkers(3))
+	defer p.StopAndWait()
+	if s := p.Stats(); s.Idle != 3 || s.Running != 0 {
+		t.Fatalf("Stats of a new pool = %+v, want 3 idle", s)
+	}
+}
+
+// frozenClock returns a clock for WithClock that always reads start: the pool's own reaper
+// then never finds a worker idle for long, and only ReapIdle, at a time the test picks, does.
+func frozenClock() (start time.Time, clock func() time.Time) {
+	start = time.Now()
+	return start, func() time.Time { return start }
+}
+
+// reapsAtIdleTimeout checks that ReapIdle dismisses no worker of p parked at start before
+// timeout has passed, and want of them once it has.
+func reapsAtIdleTimeout(t *testing.T, p *crew.Pool, start time.Time, timeout time.Duration, want int) {
+	t.Helper()
+	if n := crew.ReapIdle(p, start.Add(timeout-time.Nanosecond)); n != 0 {
+		t.Fatalf("reaped %d workers before the idle timeout of %v", n, timeout)
+	}
+	if n := crew.ReapIdle(p, start.Add(timeout)); n != want {
+		t.Fatalf("reaped %d workers at the idle timeout of %v, want %d", n, timeout, want)
+	}
+}
+
+func TestIdleWorkersAboveMinimumAreReaped(t *testing.T) {
+	t.Parallel()
+	start, clock := frozenClock()
+	p := crew.New(8, crew.WithMinWorkers(2), crew.WithIdleTimeout(time.Hour), crew.WithClock(clock))
+	defer p.StopAndWait()
+	parkWorkers(t, p, 8)
+	reapsAtIdleTimeout(t, p, start, time.Hour, 6) // keeping 2
+	waitFor(t, "2 idle workers", func() bool { return p.Stats().Idle == 2 })
+	var ran atomic.Bool
+	p.Submit(func() { ran.Store(true) })
+	p.Wait()
+	if !ran.Load() {
+		t.Fatal("pool does not serve after reaping")
+	}
+}
+
+// TestIdleWorkersExitAfterIdleTimeout: the pool's own reaper, on the real clock, dismisses
+// workers idle for the 1 ms WithIdleTimeout sets. The deadline is half of DefaultIdleTimeout,
+// so a pool that ignored the option fails it.
+func TestIdleWorkersExitAfterIdleTimeout(t *testing.T) {
+	t.Parallel()
+	p := crew.New(4, crew.WithIdleTimeout(time.Millisecond))
+	defer p.StopAndWait()
+	holdWorkers(t, plainPool{p}, 4, 0)()
+	p.Wait()
+	waitWithin(t, crew.DefaultIdleTimeout/2, "idle workers to be reaped", func() bool {
+		s := p.Stats()
+		return s.Idle == 0 && s.Running == 0
+	})
+}
+
+// TestIdleTimeoutZeroExitsAtOnce: with an idle timeout of 0, the workers above the minimum
+// exit as soon as they find nothing to do. The clock is frozen, so the reaper would never
+// dismiss them: a pool that ignored the option keeps 4 idle workers and fails the poll.
+func TestIdleTimeoutZeroExitsAtOnce(t *testing.T) {
+	t.Parallel()
+	_, clock := frozenClock()
+	p := crew.New(4, crew.WithMinWorkers(1), crew.WithIdleTimeout(0), crew.WithClock(clock))
+	defer p.StopAndWait()
+	holdWorkers(t, plainPool{p}, 4, 0)()
+	p.Wait()
+	waitFor(t, "the workers above the minimum to exit", func() bool {
+		s := p.Stats()
+		return s.Idle == 1 && s.Running == 0
+	})
+}
+
+func TestPanicGoesToHandlerAndWorkerKeepsServing(t *testing.T) {
+	t.Parallel()
+	type report struct {
+		v     any
+		stack string
+	}
+	reports := make(chan report, 1)
+	p := crew.New(1, crew.WithPanicHandler(func(v any, stack []byte) {
+		reports <- report{v, string(stack)}
+	}))
+	p.Submit(panicsWithBoom)
+	r := <-reports
+	if r.v != "boom" {
+		t.Fatalf("handler got %v, want boom", r.v)
+	}
+	if !strings.Contains(r.stack, "panicsWithBoom") {
+		t.Fatalf("stack lacks the panicking frame:\n%s", r.stack)
+	}
+	var ran atomic.Bool
+	p.Submit(func() { ran.Store(true) })
+	p.StopAndWait()
+	if !ran.Load() {
+		t.Fatal("the worker stopped serving after a panic")
+	}
+	if s := p.Stats(); s.Panicked != 1 || s.Completed != 1 {
+		t.Fatalf("Stats = %+v, want 1 panicked, 1 completed", s)
+	}
+}
+
+func TestDefaultPanicHandlerLogsWithSlog(t *testing.T) {
+	// Not parallel: it swaps the default logger.
+	defaultHandlerLogs(t)
+}
+
+// defaultHandlerLogs runs a task that panics on a pool built with opts, and fails t unless
+// the slog default logger got the panic's value and stack, as the default handler logs them.
+// It swaps the default logger meanwhile, so it is not for parallel tests.
+func defaultHandlerLogs(t *testing.T, opts ...crew.Option) {
+	t.Helper()
+	var buf bytes.Buffer
+	old := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(&buf, nil)))
+	defer slog.SetDefault(old)
+	p := crew.New(1, opts...)
+	if err := p.Submit(panicsWithBoom); err != nil {
+		t.Fatal(err)
+	}
+	p.StopAndWait()
+	out := buf.String()
+	if !strings.Contains(out, "boom") || !strings.Contains(out, "panicsWithBoom") {
+		t.Fatalf("log lacks the value or the stack: %s", out)
 	}
 }

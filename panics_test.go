@@ -44,13 +44,6 @@ func firstError(seq iter.Seq2[int, error]) func() error {
 	return func() error { return first }
 }
 
-// panicNilValue returns what recover returns for panic(nil) under the process's GODEBUG: a
-// *runtime.PanicNilError, or nil under panicnil=1.
-func panicNilValue() (v any) {
-	defer func() { v = recover() }()
-	panic(nil)
-}
-
 // panicNilSettings are the two behaviours of panic(nil): by default recover returns a
 // *runtime.PanicNilError; under GODEBUG=panicnil=1 it returns nil.
 var panicNilSettings = []string{"panicnil=0", "panicnil=1"}

@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/crewgo/crew"
+	"go.uber.org/goleak"
 )
 
 // subTree gives p width sub-pools, each width sub-pools of its own, depth levels deep, and
@@ -186,5 +189,167 @@ func TestSubWithContextStopsTheSubPoolAlone(t *testing.T) {
 			}
 		}
 		p.StopAndWait()
+	}
+}
+
+func TestSubmitAfterStopReturnsErrStopped(t *testing.T) {
+	t.Parallel()
+	p := crew.New(2)
+	f := crew.NewFunc(2, func(int) { t.Error("call ran after Stop") })
+	p.Stop()
+	f.Stop()
+	ran := false
+	refusesEverySubmit(t, p, f, func() { ran = true })
+	p.StopAndWait()
+	f.StopAndWait()
+	if ran {
+		t.Error("task ran after Stop")
+	}
+}
+
+func TestStopReleasesBlockedSubmitters(t *testing.T) {
+	t.Parallel()
+	p := crew.New(1, crew.WithQueueSize(1))
+	task, started, release := blocker()
+	p.Submit(task)
+	<-started
+	p.Submit(task)
+	const blocked = 8
+	errs := make(chan error, blocked)
+	for range blocked {
+		go func() { errs <- p.Submit(func() { t.Error("refused task ran") }) }()
+	}
+	waitFor(t, "submitters to block", func() bool { return crew.BlockedSubmitters(p) == blocked })
+	p.Stop()
+	for range blocked {
+		if err := <-errs; !errors.Is(err, crew.ErrStopped) {
+			t.Fatalf("blocked Submit = %v, want ErrStopped", err)
+		}
+	}
+	close(release)
+	p.StopAndWait()
+	if s := p.Stats(); s.Completed != 2 {
+		t.Fatalf("Completed = %d, want the 2 accepted tasks", s.Completed)
+	}
+}
+
+func TestStopRunsAcceptedTasks(t *testing.T) {
+	t.Parallel()
+	const n = 1000
+	p := crew.New(1)
+	var ran atomic.Int32
+	task, started, release := blocker()
+	p.Submit(task)
+	<-started
+	for range n {
+		p.Submit(func() { ran.Add(1) })
+	}
+	p.Stop() // returns at once, with the tasks still queued
+	if s := p.Stats(); s.Waiting != n {
+		t.Fatalf("Stats after Stop = %+v, want %d waiting", s, n)
+	}
+	close(release)
+	p.StopAndWait()
+	if got := ran.Load(); got != n {
+		t.Fatalf("%d of %d accepted tasks ran after Stop", got, n)
+	}
+}
+
+func TestStopAndWaitLeavesNoGoroutine(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	p := crew.New(16, crew.WithMinWorkers(4))
+	sub := p.Sub(3)
+	for range 1000 {
+		p.Submit(func() {})
+		sub.Submit(func() {})
+	}
+	p.StopAndWait()
+}
+
+// TestSecondStopIsNoop: a second Stop, StopAndWait or Shutdown changes nothing: the pool
+// still refuses tasks, the tasks queued before the first Stop still run, and Stats stays as
+// it was.
+func TestSecondStopIsNoop(t *testing.T) {
+	t.Parallel()
+	forEachKind(t, 1, nil, func(t *testing.T, p testPool) {
+		const queued = 10
+		release := holdWorkers(t, p, 1, 0)
+		var ran atomic.Int32
+		for range queued {
+			if err := p.submit(func() { ran.Add(1) }); err != nil {
+				t.Fatal(err)
+			}
+		}
+		p.Stop()
+		stopped := p.Stats()
+		p.Stop()
+		if s := p.Stats(); s != stopped {
+			t.Fatalf("Stats after the second Stop = %+v, after the first %+v", s, stopped)
+		}
+		if err := p.submit(func() { t.Error("task ran after Stop") }); !errors.Is(err, crew.ErrStopped) {
+			t.Fatalf("submit after the second Stop = %v, want ErrStopped", err)
+		}
+		release()
+		p.StopAndWait()
+		done := p.Stats()
+		p.StopAndWait()
+		p.Stop()
+		if err := p.Shutdown(context.Background()); err != nil {
+			t.Fatalf("Shutdown after StopAndWait = %v", err)
+		}
+		if s := p.Stats(); s != done {
+			t.Fatalf("Stats after a second StopAndWait, Stop and Shutdown = %+v, after the first StopAndWait %+v", s, done)
+		}
+		if got := ran.Load(); got != queued || done.Completed != queued+1 {
+			t.Fatalf("%d of %d queued tasks ran; stats %+v", got, queued, done)
+		}
+	})
+}
+
+// TestShutdownReturnsContextErrorWhenTasksOutlastIt: Pool's and FuncPool's Shutdown return
+// ctx.Err() when ctx ends before the accepted tasks have finished, and those still run.
+func TestShutdownReturnsContextErrorWhenTasksOutlastIt(t *testing.T) {
+	t.Parallel()
+	forEachKind(t, 1, nil, func(t *testing.T, p testPool) {
+		release := holdWorkers(t, p, 1, 0)
+		var after atomic.Bool
+		if err := p.submit(func() { after.Store(true) }); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+		defer cancel()
+		if err := p.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Shutdown = %v, want context.DeadlineExceeded", err)
+		}
+		if after.Load() {
+			t.Fatal("the queued task ran while the worker was held")
+		}
+		release()
+		if err := p.Shutdown(context.Background()); err != nil {
+			t.Fatalf("second Shutdown = %v", err)
+		}
+		if !after.Load() {
+			t.Fatal("the queued task did not run after Shutdown gave up")
+		}
+	})
+}
+
+func TestWithContextStopsPool(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	p := crew.New(1, crew.WithContext(ctx))
+	task, started, release := blocker()
+	p.Submit(task)
+	<-started
+	var ran atomic.Bool
+	p.Submit(func() { ran.Store(true) })
+	cancel()
+	if err := p.Submit(func() {}); !errors.Is(err, crew.ErrStopped) {
+		t.Fatalf("Submit after the pool's context ended = %v, want ErrStopped", err)
+	}
+	close(release)
+	p.StopAndWait()
+	if !ran.Load() {
+		t.Fatal("a task accepted before the context ended did not run")
 	}
 }

@@ -16,19 +16,6 @@ import (
 	"github.com/crewgo/crew"
 )
 
-// mapSeqFunc is MapSeq or MapSeqUnordered over ints.
-type mapSeqFunc func(context.Context, *crew.Pool, iter.Seq[int], func(context.Context, int) (int, error)) iter.Seq2[int, error]
-
-// seqModes are the two orders a mapped sequence yields in.
-var seqModes = []struct {
-	name    string
-	ordered bool
-	mapSeq  mapSeqFunc
-}{
-	{"MapSeq", true, crew.MapSeq[int, int]},
-	{"MapSeqUnordered", false, crew.MapSeqUnordered[int, int]},
-}
-
 // forEachMode runs test as a parallel subtest for MapSeq and for MapSeqUnordered.
 func forEachMode(t *testing.T, test func(t *testing.T, ordered bool, mapSeq mapSeqFunc)) {
 	t.Helper()
@@ -115,29 +102,6 @@ func (r ranged) endsWith(t *testing.T, want error) {
 	if r.errs != 1 || r.afterErr != 0 || !errors.Is(r.err, want) {
 		t.Fatalf("range yielded %d errors (last %v) and %d pairs after the first, want one error %v, last",
 			r.errs, r.err, r.afterErr, want)
-	}
-}
-
-// within waits until ch is closed; after 10 s it returns an error instead, so that a call
-// made by the code under test cannot hang a test whose code is wrong.
-func within(ch <-chan struct{}, what string) error {
-	select {
-	case <-ch:
-		return nil
-	case <-time.After(10 * time.Second):
-		return fmt.Errorf("timed out after 10 s waiting for %s", what)
-	}
-}
-
-// count returns 0, 1, ..., n-1, or an endless count if n < 0, counting the values pulled.
-func count(n int, pulled *atomic.Int64) iter.Seq[int] {
-	return func(yield func(int) bool) {
-		for i := 0; n < 0 || i < n; i++ {
-			pulled.Add(1)
-			if !yield(i) {
-				return
-			}
-		}
 	}
 }
 
@@ -886,29 +850,6 @@ func TestMapSeqRangesRunConcurrentlyAndAgain(t *testing.T) {
 			t.Fatalf("%d calls, want %d: each range calls fn once per value", n, 9*300)
 		}
 	})
-}
-
-// panicCase is a call that must panic with the message wantPanic.
-type panicCase struct {
-	name      string
-	call      func()
-	wantPanic string
-}
-
-// checkPanics runs each case as a subtest that fails unless its call panics with exactly its
-// message.
-func checkPanics(t *testing.T, cases []panicCase) {
-	t.Helper()
-	for _, tt := range cases {
-		t.Run(tt.name, func(t *testing.T) {
-			defer func() {
-				if got := recover(); got != tt.wantPanic {
-					t.Fatalf("panic = %v, want %q", got, tt.wantPanic)
-				}
-			}()
-			tt.call()
-		})
-	}
 }
 
 func TestMapSeqPanicsOnNilArguments(t *testing.T) {

@@ -19,19 +19,6 @@ import (
 var stressDuration = flag.Duration("stress.duration", 2*time.Second,
 	"how long each TestStress test keeps starting new rounds (go test -run Stress -stress.duration 5m)")
 
-// stressSize returns the number of submitters and of tasks per submitter in one round.
-// -short and the race detector scale the counts down; the checks stay the same.
-func stressSize() (submitters, perSubmitter int) {
-	submitters, perSubmitter = 64, 10000
-	if racetest.Enabled {
-		perSubmitter = 1000
-	}
-	if testing.Short() {
-		perSubmitter = 200
-	}
-	return submitters, perSubmitter
-}
-
 // ledger records, per task id, whether its submit accepted it and how often it ran.
 type ledger struct {
 	next     atomic.Int64
@@ -86,102 +73,6 @@ func (l *ledger) check(t *testing.T, what string) (accepted uint64) {
 		}
 	}
 	return accepted
-}
-
-// limitGauge proves a limit that changes at run time was never exceeded. The resizer stores
-// the new limit before a growing Resize, and after a shrinking one once no more tasks than the
-// new limit run: Resize returns at once, and the tasks already running may finish above it,
-// but no task starts while that many or more run. So at every moment the stored limit is at
-// least the one the pool promises.
-type limitGauge struct {
-	limit   atomic.Int64
-	running atomic.Int64
-	high    atomic.Int64 // the worst excess seen: running - limit
-}
-
-func (g *limitGauge) enter() {
-	before := g.limit.Load()
-	cur := g.running.Add(1)
-	after := g.limit.Load()
-	if excess := cur - max(before, after); excess > 0 {
-		for {
-			h := g.high.Load()
-			if excess <= h || g.high.CompareAndSwap(h, excess) {
-				break
-			}
-		}
-	}
-}
-
-func (g *limitGauge) leave() { g.running.Add(-1) }
-
-// resize changes p's limit to n, keeping the gauge's limit at or above the promised one.
-func (g *limitGauge) resize(p *crew.Pool, n int) {
-	if int64(n) >= g.limit.Load() {
-		g.limit.Store(int64(n))
-		p.Resize(n)
-		return
-	}
-	p.Resize(n)
-	for p.Stats().Running > n {
-		runtime.Gosched()
-	}
-	g.limit.Store(int64(n))
-}
-
-// statsWatcher checks snapshots taken while a round runs: counters never go backwards,
-// Completed+Panicked never exceeds Accepted, Running never exceeds the highest limit the
-// pool may have had, ceiling (it may exceed MaxWorkers after a shrinking Resize, while the
-// tasks started before it finish).
-func watchStats(t *testing.T, what string, p *crew.Pool, ceiling int, done <-chan struct{}) <-chan error {
-	errc := make(chan error, 1)
-	go func() {
-		var prev crew.Stats
-		for {
-			s := p.Stats()
-			var err error
-			switch {
-			case s.Completed+s.Panicked > s.Accepted:
-				err = errors.New("Completed+Panicked > Accepted")
-			case s.Running > ceiling:
-				err = errors.New("Running above every limit the pool had")
-			case s.Accepted < prev.Accepted, s.Completed < prev.Completed,
-				s.Panicked < prev.Panicked, s.Rejected < prev.Rejected,
-				s.Canceled < prev.Canceled:
-				err = errors.New("a counter went backwards")
-			case s.Running < 0 || s.Idle < 0 || s.Waiting < 0:
-				err = errors.New("a negative gauge")
-			}
-			if err != nil {
-				t.Errorf("%s: stats %+v after %+v: %v", what, s, prev, err)
-				errc <- err
-				return
-			}
-			prev = s
-			select {
-			case <-done:
-				errc <- nil
-				return
-			default:
-				runtime.Gosched()
-			}
-		}
-	}()
-	return errc
-}
-
-// awaitGoroutines polls until no more goroutines are alive than base, against a deadline.
-func awaitGoroutines(t *testing.T, what string, base int) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for runtime.NumGoroutine() > base {
-		if time.Now().After(deadline) {
-			buf := make([]byte, 1<<20)
-			t.Fatalf("%s: %d goroutines left, started with %d:\n%s", what,
-				runtime.NumGoroutine(), base, buf[:runtime.Stack(buf, true)])
-		}
-		time.Sleep(time.Millisecond)
-	}
 }
 
 // stressRound is one round's random configuration.
@@ -481,14 +372,6 @@ func runStressRound(t *testing.T, round int, seed uint64, cfg stressRound, submi
 		t.Fatalf("%s: Stats count %d panics, the handler saw %d", what, gotPanics, panics.Load())
 	}
 	awaitGoroutines(t, what, base)
-}
-
-// checkFinalStats checks a stopped, drained pool's snapshot.
-func checkFinalStats(t *testing.T, what string, s crew.Stats) {
-	t.Helper()
-	if s.Completed+s.Panicked != s.Accepted || s.Running != 0 || s.Idle != 0 || s.Waiting != 0 {
-		t.Fatalf("%s: stats after StopAndWait do not add up: %+v", what, s)
-	}
 }
 
 func itoa(n int) string {

@@ -11,28 +11,6 @@ import (
 	"github.com/crewgo/crew"
 )
 
-// weightMeter sums the weights of the tasks running under it and keeps the high-water mark.
-type weightMeter struct {
-	held, high atomic.Int64
-	ran        atomic.Int64
-}
-
-// task returns a task of weight n that counts itself in m while it runs.
-func (m *weightMeter) task(n int) func() {
-	return func() {
-		h := m.held.Add(int64(n))
-		for {
-			old := m.high.Load()
-			if h <= old || m.high.CompareAndSwap(old, h) {
-				break
-			}
-		}
-		runtime.Gosched()
-		m.held.Add(-int64(n))
-		m.ran.Add(1)
-	}
-}
-
 // TestSubmitNWeightsNeverSumAboveMaxWorkers proves SubmitN's limit: tasks of mixed weights
 // submitted from many goroutines never hold more than MaxWorkers slots together, and all run.
 func TestSubmitNWeightsNeverSumAboveMaxWorkers(t *testing.T) {

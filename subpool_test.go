@@ -1,0 +1,225 @@
+package crew_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/crewgo/crew"
+)
+
+func TestSubPoolSharesParentLimit(t *testing.T) {
+	t.Parallel()
+	const limit = 3
+	p := crew.New(limit)
+	subs := []*crew.Pool{p.Sub(2), p.Sub(10), p.Sub(10).Sub(10)}
+	var h highWater
+	task := func() {
+		h.enter()
+		time.Sleep(20 * time.Microsecond)
+		h.exit()
+	}
+	var n atomic.Int32
+	for range 300 {
+		for _, pool := range append(subs, p) {
+			if err := pool.Submit(func() { task(); n.Add(1) }); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, s := range subs {
+		s.Wait()
+	}
+	p.StopAndWait()
+	if got := n.Load(); got != 1200 {
+		t.Fatalf("%d of 1200 tasks ran", got)
+	}
+	if m := h.high.Load(); m > limit {
+		t.Fatalf("parent and sub-pools ran %d tasks at once, limit %d", m, limit)
+	}
+}
+
+func TestSubPoolLimitHolds(t *testing.T) {
+	t.Parallel()
+	p := crew.New(8)
+	sub := p.Sub(2)
+	var h highWater
+	for range 500 {
+		sub.Submit(func() {
+			h.enter()
+			time.Sleep(20 * time.Microsecond)
+			h.exit()
+		})
+	}
+	sub.StopAndWait()
+	p.StopAndWait()
+	if m := h.high.Load(); m > 2 {
+		t.Fatalf("sub-pool ran %d tasks at once, limit 2", m)
+	}
+}
+
+// TestSubPoolQueueIsUnbounded: a sub-pool accepts every task however many wait, even under
+// a parent whose bounded, non-blocking queue is full.
+func TestSubPoolQueueIsUnbounded(t *testing.T) {
+	t.Parallel()
+	const n = 1000
+	p := crew.New(1, crew.WithQueueSize(1), crew.WithNonBlocking())
+	release := holdWorkers(t, plainPool{p}, 1, 1)
+	if err := p.Submit(func() {}); !errors.Is(err, crew.ErrQueueFull) {
+		t.Fatalf("parent Submit on its full queue = %v, want ErrQueueFull", err)
+	}
+	sub := p.Sub(1)
+	ran := acceptsAll(t, plainPool{sub}, n)
+	release()
+	p.StopAndWait()
+	if got := ran.Load(); got != 2*n {
+		t.Fatalf("%d of %d sub-pool tasks ran", got, 2*n)
+	}
+}
+
+// TestSubPoolRunningCountsWorkersWaitingForParent: a sub-pool's worker that waits in the
+// parent's queue, all the parent's workers being busy, counts as running in the sub-pool's
+// Stats, although none of its tasks has started.
+func TestSubPoolRunningCountsWorkersWaitingForParent(t *testing.T) {
+	t.Parallel()
+	const n = 3
+	p := crew.New(1)
+	release := holdWorkers(t, plainPool{p}, 1, 0)
+	sub := p.Sub(n)
+	var ran atomic.Int32
+	for range n {
+		if err := sub.Submit(func() { ran.Add(1) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, ps := sub.Stats(), p.Stats()
+	if s.Running < 1 || s.Running+s.Waiting != n || s.Idle != 0 || ran.Load() != 0 {
+		t.Fatalf("sub-pool Stats = %+v with %d tasks run, want its %d tasks waiting or held by running workers",
+			s, ran.Load(), n)
+	}
+	if ps.Waiting != s.Running {
+		t.Fatalf("parent Stats = %+v, want the sub-pool's %d running workers waiting in its queue", ps, s.Running)
+	}
+	release()
+	p.StopAndWait()
+	if got := ran.Load(); got != n {
+		t.Fatalf("%d of %d sub-pool tasks ran", got, n)
+	}
+}
+
+// TestStopAndWaitWaitsForSubPoolTasks: a pool's StopAndWait returns only after every task its
+// sub-pools accepted has finished, those accepted while Stop ran included, and the pool's
+// counters are final by then. TestExitedWaitsForHeldSubPoolsForward (internal/worker) makes
+// the late case happen every time.
+func TestStopAndWaitWaitsForSubPoolTasks(t *testing.T) {
+	t.Parallel()
+	for round := range 300 {
+		p := crew.New(2, crew.WithIdleTimeout(0))
+		sub := p.Sub(2)
+		var ran, accepted atomic.Int64
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				for range 20 {
+					if sub.Submit(func() { ran.Add(1) }) == nil {
+						accepted.Add(1)
+					}
+				}
+			}()
+		}
+		close(start)
+		p.StopAndWait()
+		ranBefore, s := ran.Load(), p.Stats()
+		wg.Wait()
+		if got, want := ranBefore, accepted.Load(); got != want {
+			t.Fatalf("round %d: %d sub-pool tasks had run when StopAndWait returned, %d accepted",
+				round, got, want)
+		}
+		if s.Running != 0 || s.Completed != s.Accepted {
+			t.Fatalf("round %d: stats after StopAndWait: %+v", round, s)
+		}
+	}
+}
+
+// TestShutdownWaitsForSubPoolTasks: a pool's Shutdown waits for its sub-pools' accepted tasks:
+// it returns ctx.Err() if ctx ends while one runs, and nil once they have all finished.
+func TestShutdownWaitsForSubPoolTasks(t *testing.T) {
+	t.Parallel()
+	const n = 10
+	p := crew.New(2)
+	sub := p.Sub(1)
+	release := holdWorkers(t, plainPool{sub}, 1, 0)
+	var ran atomic.Int32
+	for range n {
+		if err := sub.Submit(func() { ran.Add(1) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	if err := p.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("parent Shutdown with a sub-pool task running = %v, want context.DeadlineExceeded", err)
+	}
+	release()
+	if err := p.Shutdown(context.Background()); err != nil {
+		t.Fatalf("second Shutdown = %v", err)
+	}
+	if got := ran.Load(); got != n {
+		t.Fatalf("%d of %d sub-pool tasks had run when Shutdown returned", got, n)
+	}
+}
+
+func TestStoppingSubPoolLeavesParentWorking(t *testing.T) {
+	t.Parallel()
+	p := crew.New(2)
+	a, b := p.Sub(1), p.Sub(1)
+	a.StopAndWait()
+	if err := a.Submit(func() {}); !errors.Is(err, crew.ErrStopped) {
+		t.Fatalf("stopped sub-pool Submit = %v", err)
+	}
+	var n atomic.Int32
+	if err := p.Submit(func() { n.Add(1) }); err != nil {
+		t.Fatalf("parent Submit = %v", err)
+	}
+	if err := b.Submit(func() { n.Add(1) }); err != nil {
+		t.Fatalf("sibling Submit = %v", err)
+	}
+	b.Wait()
+	p.StopAndWait()
+	if n.Load() != 2 {
+		t.Fatalf("%d of 2 tasks ran", n.Load())
+	}
+}
+
+func TestStoppingParentStopsSubPools(t *testing.T) {
+	t.Parallel()
+	p := crew.New(1)
+	sub := p.Sub(1)
+	task, started, release := blocker()
+	p.Submit(task)
+	<-started
+	var ran atomic.Int32
+	for range 10 {
+		sub.Submit(func() { ran.Add(1) }) // accepted: must still run
+	}
+	p.Stop()
+	if err := sub.Submit(func() {}); !errors.Is(err, crew.ErrStopped) {
+		t.Fatalf("sub-pool Submit after parent Stop = %v", err)
+	}
+	if s := p.Sub(1); !errors.Is(s.Submit(func() {}), crew.ErrStopped) {
+		t.Fatal("Sub of a stopped pool accepts tasks")
+	}
+	close(release)
+	p.StopAndWait()
+	sub.StopAndWait()
+	if ran.Load() != 10 {
+		t.Fatalf("%d of 10 accepted sub-pool tasks ran", ran.Load())
+	}
+}
