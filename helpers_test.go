@@ -569,3 +569,15 @@ func checkFinalStats(t *testing.T, what string, s crew.Stats) {
 		t.Fatalf("%s: stats after StopAndWait do not add up: %+v", what, s)
 	}
 }
+
+// endless yields 0, 1, 2, ... until the consumer stops, counting what it yielded.
+func endless(pulled *atomic.Int64) iter.Seq[int] {
+	return func(yield func(int) bool) {
+		for i := 0; ; i++ {
+			pulled.Add(1)
+			if !yield(i) {
+				return
+			}
+		}
+	}
+}

@@ -3,7 +3,6 @@ package crew_test
 import (
 	"context"
 	"errors"
-	"iter"
 	"runtime"
 	"slices"
 	"strconv"
@@ -131,50 +130,6 @@ func TestMapOnStoppedPoolReturnsErrStopped(t *testing.T) {
 	})
 	if !errors.Is(err, crew.ErrStopped) {
 		t.Fatalf("Map = %v, want ErrStopped", err)
-	}
-}
-
-// endless yields 0, 1, 2, ... until the consumer stops, counting what it yielded.
-func endless(pulled *atomic.Int64) iter.Seq[int] {
-	return func(yield func(int) bool) {
-		for i := 0; ; i++ {
-			pulled.Add(1)
-			if !yield(i) {
-				return
-			}
-		}
-	}
-}
-
-func TestForEachPullsOnlyAsFastAsWorkersFree(t *testing.T) {
-	t.Parallel()
-	const limit = 3
-	p := crew.New(limit)
-	defer p.StopAndWait()
-	ctx, cancel := context.WithCancel(context.Background())
-	var pulled, calls atomic.Int64
-	release := make(chan struct{})
-	done := make(chan error)
-	go func() {
-		done <- crew.ForEach(ctx, p, endless(&pulled), func(ctx context.Context, v int) error {
-			calls.Add(1)
-			<-release
-			return nil
-		})
-	}()
-	waitFor(t, "the workers to fill", func() bool { return calls.Load() == limit })
-	// Every worker is blocked: the sequence has been pulled at most once beyond them.
-	time.Sleep(5 * time.Millisecond)
-	if n := pulled.Load(); n > limit+1 {
-		t.Fatalf("pulled %d values with %d workers busy", n, limit)
-	}
-	cancel()
-	close(release)
-	if err := <-done; !errors.Is(err, context.Canceled) {
-		t.Fatalf("ForEach = %v, want context.Canceled", err)
-	}
-	if n := pulled.Load(); n > calls.Load()+limit+1 {
-		t.Fatalf("pulled %d values for %d calls", n, calls.Load())
 	}
 }
 

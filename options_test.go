@@ -57,39 +57,6 @@ func TestWithPanicHandlerNilRestoresDefault(t *testing.T) {
 	}
 }
 
-// TestQueueSizeBoundsWaitingTasks: with every worker busy and the queue full, TrySubmit and
-// TryInvoke return false, and Submit and Invoke block until a task starts and makes room.
-func TestQueueSizeBoundsWaitingTasks(t *testing.T) {
-	t.Parallel()
-	const workers, queued = 2, 3
-	forEachKind(t, workers, []crew.Option{crew.WithQueueSize(queued)}, func(t *testing.T, p testPool) {
-		release := holdWorkers(t, p, workers, queued)
-		var ran atomic.Int32
-		task := func() { ran.Add(1) }
-		if p.try(task) {
-			t.Fatal("try accepted the queue size + 1-th waiting task")
-		}
-		if s := p.Stats(); s.Waiting != queued || s.Running != workers || s.Rejected != 1 {
-			t.Fatalf("Stats = %+v, want %d waiting, %d running, 1 rejected", s, queued, workers)
-		}
-
-		// A blocking submit waits for room and is accepted once a task starts.
-		var err error
-		accepted := goRun(func() { err = p.submit(task) })
-		stillBlocked(t, "submit on a full queue", accepted)
-		release()
-		awaitReturn(t, "submit after room was made", accepted)
-		if err != nil {
-			t.Fatalf("submit after room was made: %v", err)
-		}
-		p.StopAndWait()
-		if s := p.Stats(); s.Completed != workers+queued+1 || ran.Load() != 1 {
-			t.Fatalf("Stats = %+v and %d of 1 blocked task ran, want %d completed",
-				s, ran.Load(), workers+queued+1)
-		}
-	})
-}
-
 // TestNonBlockingRejectsWithErrQueueFull: under WithNonBlocking, Submit and Invoke on a full
 // queue return ErrQueueFull at once and the task never runs.
 func TestNonBlockingRejectsWithErrQueueFull(t *testing.T) {
@@ -149,21 +116,6 @@ func TestIdleWorkersAboveMinimumAreReaped(t *testing.T) {
 	if !ran.Load() {
 		t.Fatal("pool does not serve after reaping")
 	}
-}
-
-// TestIdleWorkersExitAfterIdleTimeout: the pool's own reaper, on the real clock, dismisses
-// workers idle for the 1 ms WithIdleTimeout sets. The deadline is half of DefaultIdleTimeout,
-// so a pool that ignored the option fails it.
-func TestIdleWorkersExitAfterIdleTimeout(t *testing.T) {
-	t.Parallel()
-	p := crew.New(4, crew.WithIdleTimeout(time.Millisecond))
-	defer p.StopAndWait()
-	holdWorkers(t, plainPool{p}, 4, 0)()
-	p.Wait()
-	waitWithin(t, crew.DefaultIdleTimeout/2, "idle workers to be reaped", func() bool {
-		s := p.Stats()
-		return s.Idle == 0 && s.Running == 0
-	})
 }
 
 // TestIdleTimeoutZeroExitsAtOnce: with an idle timeout of 0, the workers above the minimum

@@ -230,37 +230,6 @@ func TestWaitKeepsPoolUsable(t *testing.T) {
 	p.Wait() // nothing pending: returns at once
 }
 
-// TestWaitWaitsForTasksAcceptedWhileItWaits: a task submitted, by a running task, after Wait
-// was called holds Wait up until it has finished too.
-func TestWaitWaitsForTasksAcceptedWhileItWaits(t *testing.T) {
-	t.Parallel()
-	p := crew.New(2)
-	defer p.StopAndWait()
-	waiting := make(chan struct{})
-	hold := make(chan struct{})
-	release := sync.OnceFunc(func() { close(hold) })
-	defer release() // before StopAndWait, should the test fail with the task held
-	var late atomic.Bool
-	if err := p.Submit(func() {
-		<-waiting
-		if err := p.Submit(func() { <-hold; late.Store(true) }); err != nil {
-			t.Error(err)
-		}
-	}); err != nil {
-		t.Fatal(err)
-	}
-	waited := goRun(func() {
-		close(waiting)
-		p.Wait()
-	})
-	stillBlocked(t, "Wait with a task accepted while it waits held", waited)
-	release()
-	awaitReturn(t, "Wait", waited)
-	if !late.Load() {
-		t.Fatal("Wait returned before the task accepted while it waited had finished")
-	}
-}
-
 func TestInvokeAllocatesNothing(t *testing.T) {
 	var n atomic.Int64
 	p := crew.NewFunc(2, func(v int) { n.Add(int64(v)) })
@@ -418,75 +387,4 @@ func TestCallsFromTaskNeverDeadlock(t *testing.T) {
 	})
 	<-done
 	p.StopAndWait()
-}
-
-// TestBlockingSubmitFromTaskIntoItsOwnFullQueueWaitsForAWorker: a task's Submit into its own
-// pool's full queue is treated like any other: it blocks, takes no room beyond the bound, and
-// is accepted when another worker makes room; when the task holds the only worker, no worker
-// ever does, and only the context of a SubmitContext ends the wait.
-func TestBlockingSubmitFromTaskIntoItsOwnFullQueueWaitsForAWorker(t *testing.T) {
-	t.Parallel()
-	t.Run("another worker makes room", func(t *testing.T) {
-		t.Parallel()
-		p := crew.New(2, crew.WithQueueSize(1))
-		release := holdWorkers(t, plainPool{p}, 1, 0)
-		var ran atomic.Int32
-		count := func() { ran.Add(1) }
-		full := make(chan struct{})
-		submitted := make(chan struct{})
-		var inner error
-		if err := p.Submit(func() {
-			<-full
-			inner = p.Submit(count)
-			close(submitted)
-		}); err != nil {
-			t.Fatal(err)
-		}
-		if s := p.Stats(); s.Running != 2 {
-			t.Fatalf("Stats = %+v, want the submitting task on the second worker", s)
-		}
-		if err := p.Submit(count); err != nil { // takes the queue's one slot
-			t.Fatal(err)
-		}
-		close(full)
-		stillBlocked(t, "Submit from a task into its own full queue", submitted)
-		if s := p.Stats(); s.Waiting != 1 || s.Running != 2 || s.Rejected != 0 {
-			t.Fatalf("Stats with the task's Submit blocked = %+v, want 1 waiting, 2 running, none rejected", s)
-		}
-		release()
-		awaitReturn(t, "Submit from a task once a worker made room", submitted)
-		if inner != nil {
-			t.Fatalf("Submit from a task once a worker made room = %v", inner)
-		}
-		p.StopAndWait()
-		if got := ran.Load(); got != 2 {
-			t.Fatalf("%d of 2 tasks ran", got)
-		}
-	})
-	t.Run("the task holds the only worker", func(t *testing.T) {
-		t.Parallel()
-		p := crew.New(1, crew.WithQueueSize(1))
-		var ran atomic.Int32
-		count := func() { ran.Add(1) }
-		var first, second error
-		done := make(chan struct{})
-		if err := p.Submit(func() {
-			defer close(done)
-			first = p.Submit(count) // takes the queue's one slot
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
-			defer cancel()
-			second = p.SubmitContext(ctx, count)
-		}); err != nil {
-			t.Fatal(err)
-		}
-		awaitReturn(t, "the submitting task", done)
-		if first != nil || !errors.Is(second, context.DeadlineExceeded) {
-			t.Fatalf("Submit, SubmitContext from the only worker's task = %v, %v; want nil, context.DeadlineExceeded",
-				first, second)
-		}
-		p.StopAndWait()
-		if s := p.Stats(); ran.Load() != 1 || s.Canceled != 1 {
-			t.Fatalf("%d tasks ran, stats %+v; want the 1 accepted one, 1 canceled", ran.Load(), s)
-		}
-	})
 }
