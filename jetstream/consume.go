@@ -37,9 +37,10 @@ type Handler func(ctx context.Context, msg jetstream.Msg) error
 // plus the prefetch ([WithPrefetch]) of messages at once: it asks the server for no more
 // messages than it has free slots, and a slot is free again once its message is settled.
 // Each message is settled exactly once, by what h returns (see [Handler]): an acknowledgement
-// waits for the server's confirmation (the message's DoubleAck), negative acknowledgements
-// and terminations do not. An acknowledgement the server did not confirm is reported to the
-// error handler ([WithErrorHandler]), and the message is redelivered after its ack wait. From
+// waits for the server's confirmation (the message's DoubleAck) unless [WithAsyncAck] says
+// otherwise; negative acknowledgements and terminations do not wait. An acknowledgement the
+// server did not confirm is reported to the error handler ([WithErrorHandler]), and the
+// server redelivers the message after its ack wait. From
 // the moment a message arrives until it is settled, Consume sends it an in-progress signal
 // every half ack wait ([WithInProgressInterval]). h runs on p's workers, so p's limit bounds
 // the handlers running at once, and p's panic handler sees their panics.
@@ -143,7 +144,8 @@ type delivery struct {
 	every   time.Duration
 
 	mu      sync.Mutex
-	settled bool
+	started bool        // the handler has been called
+	settled bool        // the outcome is decided
 	timer   *time.Timer // in-progress signals, or nil
 
 	prev, next *delivery // in r.live, guarded by r.mu
@@ -179,6 +181,7 @@ func (r *run) run(ctx context.Context) error {
 	if r.retryTimer != nil {
 		r.retryTimer.Stop()
 	}
+	r.releaseWaiting()
 
 	r.mu.Lock()
 	err := r.err
@@ -189,11 +192,35 @@ func (r *run) run(ctx context.Context) error {
 	return err
 }
 
-// stop ends pulling: no pull starts, no handler starts, pulls under way are canceled.
+// stop ends pulling: no pull starts, pulls under way are canceled, and no handler starts.
 func (r *run) stop() {
 	r.stopping.Store(true)
 	r.stopPulls()
 }
+
+// releaseWaiting releases every message held whose handler has not started: the server
+// offers it again, to this or another process, after releaseDelay. It runs once the pulls
+// have ended on this side. The server may still count a canceled pull as waiting for a moment
+// (its unsubscription is sent after the pull ends, on a goroutine of the client): a message
+// released without delay could be offered to that dead pull at once, and would then wait out
+// its ack wait. TestConsumeReturnsErrStoppedWhenThePoolIsStopped fails without the delay.
+func (r *run) releaseWaiting() {
+	r.mu.Lock()
+	var held []*delivery
+	for d := r.live.next; d != &r.live; d = d.next {
+		held = append(held, d)
+	}
+	r.mu.Unlock()
+	for _, d := range held {
+		if d.finish(true) {
+			d.send(release, nil)
+		}
+	}
+}
+
+// releaseDelay is how long a released message waits on the server before it is offered
+// again; see releaseWaiting.
+const releaseDelay = 100 * time.Millisecond
 
 // fail records why pulling stops for good and stops it.
 func (r *run) fail(err error) {
@@ -342,8 +369,7 @@ func (r *run) dispatch(msg jetstream.Msg) {
 	d.prev.next, r.live.prev = d, d
 	r.mu.Unlock()
 	if r.stopping.Load() {
-		d.settle(release, nil)
-		return
+		return // released by releaseWaiting
 	}
 	if d.every = r.progressInterval(d.attempt); d.every > 0 {
 		d.mu.Lock()
@@ -356,10 +382,8 @@ func (r *run) dispatch(msg jetstream.Msg) {
 	case errors.Is(err, crew.ErrQueueFull):
 		d.settle(retry, err)
 	case errors.Is(err, crew.ErrStopped):
-		r.fail(fmt.Errorf("crew/jetstream: %w", err))
-		d.settle(release, nil)
-	default: // pulling stopped while the submit waited for room
-		d.settle(release, nil)
+		r.fail(fmt.Errorf("crew/jetstream: %w", err)) // d is released by releaseWaiting
+	default: // pulling stopped while the submit waited for room; d is released by releaseWaiting
 	}
 }
 
@@ -393,10 +417,13 @@ func (r *run) backoff(attempt int) time.Duration {
 // handle runs the handler for d's message on a worker and settles the message.
 func (d *delivery) handle() {
 	r := d.r
-	if r.stopping.Load() {
-		d.settle(release, nil)
-		return
+	d.mu.Lock()
+	if d.settled || r.stopping.Load() {
+		d.mu.Unlock()
+		return // released by releaseWaiting, before or after this
 	}
+	d.started = true
+	d.mu.Unlock()
 	returned := false
 	defer func() {
 		// A panic goes on to the pool's panic handler after this; runtime.Goexit ends the
@@ -423,10 +450,10 @@ var errHandlerDidNotReturn = errors.New("crew/jetstream: handler panicked or cal
 type outcome int
 
 const (
-	ack     outcome = iota // DoubleAck
+	ack     outcome = iota // DoubleAck, or Ack under WithAsyncAck
 	term                   // TermWithReason
 	retry                  // NakWithDelay, after the backoff delay
-	release                // Nak: the handler never ran
+	release                // NakWithDelay(releaseDelay): the handler never ran
 )
 
 func (o outcome) String() string {
@@ -435,24 +462,40 @@ func (o outcome) String() string {
 
 // settle tells the server what became of d's message, once, and frees its slot.
 func (d *delivery) settle(o outcome, cause error) {
+	if d.finish(false) {
+		d.send(o, cause)
+	}
+}
+
+// finish marks d settled and stops its in-progress signals. It reports false, and does
+// nothing, if d was settled already, or if onlyWaiting is set and d's handler has started.
+func (d *delivery) finish(onlyWaiting bool) bool {
 	d.mu.Lock()
-	if d.settled {
-		d.mu.Unlock()
-		return
+	defer d.mu.Unlock()
+	if d.settled || (onlyWaiting && d.started) {
+		return false
 	}
 	d.settled = true
 	if d.timer != nil {
 		d.timer.Stop()
 	}
-	d.mu.Unlock()
+	return true
+}
 
+// send tells the server the outcome o of d's message, which finish has marked settled, and
+// frees its slot.
+func (d *delivery) send(o outcome, cause error) {
 	r := d.r
 	var err error
 	r.settling.RLock()
 	if !r.abandoned {
 		switch o {
 		case ack:
-			err = d.msg.DoubleAck(r.hctx)
+			if r.cfg.asyncAck {
+				err = d.msg.Ack()
+			} else {
+				err = d.msg.DoubleAck(r.hctx)
+			}
 		case term:
 			err = d.msg.TermWithReason(cause.Error())
 		case retry:
@@ -462,7 +505,7 @@ func (d *delivery) settle(o outcome, cause error) {
 				err = d.msg.Nak()
 			}
 		case release:
-			err = d.msg.Nak()
+			err = d.msg.NakWithDelay(releaseDelay)
 		}
 	}
 	r.settling.RUnlock()

@@ -26,7 +26,8 @@
 //
 // A handler's result decides what happens to its message, exactly once:
 //
-//   - nil: the message is acknowledged, and Consume waits for the server to confirm it.
+//   - nil: the message is acknowledged, and Consume waits for the server to confirm it
+//     (unless [WithAsyncAck]).
 //   - an error made with [Permanent]: the message is terminated and never redelivered. This is
 //     how a handler rejects a payload it can never process, for example one that does not
 //     decode.

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crewgo/crew"
+	crewjs "github.com/crewgo/crew/jetstream"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -117,6 +119,26 @@ func workQueue(tb testing.TB, js jetstream.JetStream, cc jetstream.ConsumerConfi
 	return st, cons
 }
 
+// queue is one test's server, a connection to it, and the work-queue stream with its
+// shared consumer.
+type queue struct {
+	s    *natsServer
+	nc   *nats.Conn
+	js   jetstream.JetStream
+	st   jetstream.Stream
+	cons jetstream.Consumer
+}
+
+// newQueue starts a server, connects to it and creates the work queue, its consumer shaped
+// by cc.
+func newQueue(tb testing.TB, cc jetstream.ConsumerConfig) *queue {
+	tb.Helper()
+	q := &queue{s: startServer(tb)}
+	q.nc, q.js = connect(tb, q.s)
+	q.st, q.cons = workQueue(tb, q.js, cc)
+	return q
+}
+
 // consumerOn looks up the shared durable consumer through another connection.
 func consumerOn(tb testing.TB, js jetstream.JetStream) jetstream.Consumer {
 	tb.Helper()
@@ -179,6 +201,16 @@ func (l *ledger) id(tb testing.TB, msg jetstream.Msg) int {
 		return -1
 	}
 	return i
+}
+
+// allDone reports whether every id was done at least once.
+func (l *ledger) allDone() bool {
+	for i := range l.done {
+		if l.done[i].Load() == 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // check fails the test unless every id was seen at least once and done exactly once.
@@ -255,25 +287,161 @@ func checkDrained(tb testing.TB, st jetstream.Stream, cons jetstream.Consumer) {
 	}
 }
 
-// consumeInBackground runs Consume on its own goroutine; the returned function cancels it and
-// returns what it returned.
-func consumeInBackground(tb testing.TB, run func(ctx context.Context) error) (stop func() error) {
+// consumeInBackground runs Consume on its own goroutine; the returned function cancels its
+// context and returns what it returned. done is closed when it has returned.
+func consumeInBackground(tb testing.TB, run func(ctx context.Context) error) (stop func() error, done <-chan struct{}) {
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- run(ctx) }()
-	var once sync.Once
+	ch := make(chan struct{})
 	var err error
+	go func() {
+		err = run(ctx)
+		close(ch)
+	}()
 	stop = func() error {
-		once.Do(func() {
-			cancel()
-			select {
-			case err = <-done:
-			case <-time.After(time.Minute):
-				err = errors.New("Consume did not return within a minute of its context's end")
-			}
-		})
-		return err
+		cancel()
+		select {
+		case <-ch:
+			return err
+		case <-time.After(time.Minute):
+			return errors.New("Consume did not return within a minute of its context's end")
+		}
 	}
 	tb.Cleanup(func() { _ = stop() })
-	return stop
+	return stop, ch
+}
+
+// process is one consuming process of a test: its own connection, pool and Consume call.
+type process struct {
+	nc      *nats.Conn
+	pool    *crew.Pool
+	limit   int
+	running highWater
+	handled atomic.Int64
+	stop    func() error
+}
+
+// startProcess connects to s, looks up the shared consumer and runs Consume on a pool of
+// limit workers, with h wrapped to count handled messages and the handlers running at once.
+func startProcess(tb testing.TB, s *natsServer, limit int, h crewjs.Handler, opts ...crewjs.Option) *process {
+	tb.Helper()
+	nc, js := connect(tb, s)
+	cons := consumerOn(tb, js)
+	pr := &process{nc: nc, pool: newPool(tb, limit), limit: limit}
+	pr.stop, _ = consumeInBackground(tb, func(ctx context.Context) error {
+		return crewjs.Consume(ctx, cons, pr.pool, func(ctx context.Context, msg jetstream.Msg) error {
+			pr.running.enter()
+			defer pr.running.exit()
+			pr.handled.Add(1)
+			return h(ctx, msg)
+		}, opts...)
+	})
+	return pr
+}
+
+// checkLimit fails the test if more handlers ran at once than the process's pool allows.
+func (pr *process) checkLimit(tb testing.TB) {
+	tb.Helper()
+	if m := pr.running.max.Load(); m > int64(pr.limit) {
+		tb.Errorf("%d handlers ran at once on a pool of %d", m, pr.limit)
+	}
+}
+
+// failOnError is an error handler that fails the test: in a run without faults, every
+// acknowledgement, negative acknowledgement and pull succeeds.
+func failOnError(tb testing.TB) crewjs.Option {
+	return crewjs.WithErrorHandler(func(err error) { tb.Errorf("unexpected error: %v", err) })
+}
+
+// observedConsumer is a real consumer whose messages report their in-progress signals.
+type observedConsumer struct {
+	jetstream.Consumer
+	onProgress func()
+}
+
+func (c *observedConsumer) Fetch(n int, opts ...jetstream.FetchOpt) (jetstream.MessageBatch, error) {
+	b, err := c.Consumer.Fetch(n, opts...)
+	if err != nil {
+		return nil, err
+	}
+	ob := &observedBatch{b: b, msgs: make(chan jetstream.Msg, n)}
+	go func() {
+		defer close(ob.msgs)
+		for m := range b.Messages() {
+			ob.msgs <- &observedMsg{Msg: m, c: c}
+		}
+	}()
+	return ob, nil
+}
+
+type observedBatch struct {
+	b    jetstream.MessageBatch
+	msgs chan jetstream.Msg
+}
+
+func (b *observedBatch) Messages() <-chan jetstream.Msg { return b.msgs }
+func (b *observedBatch) Error() error                   { return b.b.Error() }
+
+type observedMsg struct {
+	jetstream.Msg
+	c *observedConsumer
+}
+
+func (m *observedMsg) InProgress() error {
+	m.c.onProgress()
+	return m.Msg.InProgress()
+}
+
+// newPool returns a pool of n workers that is stopped, and waited for, when the test ends,
+// after the cleanups registered later (such as the Consume calls using it). Create it before
+// the gates its handlers wait on, so that they are opened first.
+func newPool(tb testing.TB, n int, opts ...crew.Option) *crew.Pool {
+	p := crew.New(n, opts...)
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := p.Shutdown(ctx); err != nil {
+			tb.Errorf("pool still busy a minute after the test: %v", err)
+		}
+	})
+	return p
+}
+
+// newGate returns a channel for handlers to wait on and the function that opens it; it is
+// opened, at the latest, when the test ends, so that no handler is left blocked.
+func newGate(tb testing.TB) (wait <-chan struct{}, open func()) {
+	ch := make(chan struct{})
+	var once sync.Once
+	open = func() { once.Do(func() { close(ch) }) }
+	tb.Cleanup(open)
+	return ch, open
+}
+
+// expectRedelivery runs Consume on cons until it handles one message, which must come
+// within limit and be its second delivery, and the message is acknowledged.
+func expectRedelivery(tb testing.TB, cons jetstream.Consumer, limit time.Duration) {
+	tb.Helper()
+	redelivered := make(chan uint64, 1)
+	p := newPool(tb, 1)
+	stop, _ := consumeInBackground(tb, func(ctx context.Context) error {
+		return crewjs.Consume(ctx, cons, p, func(ctx context.Context, msg jetstream.Msg) error {
+			md, err := msg.Metadata()
+			if err != nil {
+				return err
+			}
+			redelivered <- md.NumDelivered
+			return nil
+		}, failOnError(tb))
+	})
+	select {
+	case n := <-redelivered:
+		if n != 2 {
+			tb.Errorf("the message came with NumDelivered %d, want 2", n)
+		}
+	case <-time.After(limit):
+		tb.Fatalf("the message was not redelivered within %v", limit)
+	}
+	waitFor(tb, 10*time.Second, "redelivered message acknowledged", func() bool { return info(tb, cons).NumAckPending == 0 })
+	if err := stop(); err != nil {
+		tb.Fatal(err)
+	}
 }
