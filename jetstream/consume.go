@@ -57,7 +57,8 @@ type Handler func(ctx context.Context, msg jetstream.Msg) error
 // Pulls that fail for a while, as when the connection is lost and the client reconnects, are
 // retried with a growing pause until ctx ends, and reported to the error handler. Consume
 // gives up, shuts down as above and returns the error, wrapped, when the connection is closed
-// for good, the consumer is deleted, or p is stopped ([crew.ErrStopped]). A message p refuses
+// for good (as a pull, an acknowledgement or an in-progress signal finds), the consumer is
+// deleted, or p is stopped ([crew.ErrStopped]). A message p refuses
 // because its bounded queue is full and p does not block ([crew.WithNonBlocking]) is
 // negatively acknowledged with the backoff delay.
 //
@@ -516,8 +517,17 @@ func (d *delivery) send(o outcome, cause error) {
 	r.mu.Unlock()
 	r.signal()
 	if err != nil && !errors.Is(err, jetstream.ErrMsgAlreadyAckd) {
-		r.report(fmt.Errorf("crew/jetstream: %v message %s: %w", o, d.msg.Reply(), err))
+		r.settleFailed(fmt.Errorf("crew/jetstream: %v message %s: %w", o, d.msg.Reply(), err))
 	}
+}
+
+// settleFailed reports a failed acknowledgement or signal. A closed connection also ends
+// the run: with every slot taken by a handler, no pull would notice it.
+func (r *run) settleFailed(err error) {
+	if errors.Is(err, nats.ErrConnectionClosed) {
+		r.fail(err)
+	}
+	r.report(err)
 }
 
 // progress sends an in-progress signal for d's message and schedules the next one.
@@ -535,7 +545,7 @@ func (d *delivery) progress() {
 	}
 	d.mu.Unlock()
 	if err != nil && !errors.Is(err, jetstream.ErrMsgAlreadyAckd) {
-		r.report(fmt.Errorf("crew/jetstream: signaling message %s in progress: %w", d.msg.Reply(), err))
+		r.settleFailed(fmt.Errorf("crew/jetstream: signaling message %s in progress: %w", d.msg.Reply(), err))
 	}
 }
 

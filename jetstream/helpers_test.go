@@ -317,7 +317,8 @@ type process struct {
 	limit   int
 	running highWater
 	handled atomic.Int64
-	stop    func() error
+	stop    func() error    // cancels Consume's context and returns what it returned
+	done    <-chan struct{} // closed when Consume has returned
 }
 
 // startProcess connects to s, looks up the shared consumer and runs Consume on a pool of
@@ -327,7 +328,7 @@ func startProcess(tb testing.TB, s *natsServer, limit int, h crewjs.Handler, opt
 	nc, js := connect(tb, s)
 	cons := consumerOn(tb, js)
 	pr := &process{nc: nc, pool: newPool(tb, limit), limit: limit}
-	pr.stop, _ = consumeInBackground(tb, func(ctx context.Context) error {
+	pr.stop, pr.done = consumeInBackground(tb, func(ctx context.Context) error {
 		return crewjs.Consume(ctx, cons, pr.pool, func(ctx context.Context, msg jetstream.Msg) error {
 			pr.running.enter()
 			defer pr.running.exit()
