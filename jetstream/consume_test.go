@@ -331,6 +331,49 @@ func TestConsumeFreesTheSlotOfAHandlerThatCallsGoexit(t *testing.T) {
 	checkDrained(t, q.st, q.cons)
 }
 
+// TestConsumeLeavesAMessageAsTheHandlerSettledIt proves Handler's promise that a message the
+// handler settled itself stays as the handler left it: terminated by the handler, it is not
+// acknowledged or retried by what the handler returns, and no error is reported.
+func TestConsumeLeavesAMessageAsTheHandlerSettledIt(t *testing.T) {
+	q := newQueue(t, jetstream.ConsumerConfig{})
+	terms, err := q.nc.SubscribeSync("$JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED.JOBS.workers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	publish(t, q.js, 2)
+	var calls atomic.Int64
+	p := newPool(t, 2)
+	stop, _ := consumeInBackground(t, func(ctx context.Context) error {
+		return crewjs.Consume(ctx, q.cons, p, func(ctx context.Context, msg jetstream.Msg) error {
+			calls.Add(1)
+			if err := msg.TermWithReason("settled by the handler"); err != nil {
+				return err
+			}
+			if string(msg.Data()) == "0" {
+				return nil // Consume would acknowledge it
+			}
+			return errors.New("Consume would retry it")
+		}, crewjs.WithBackoff(func(int) time.Duration { return 0 }), failOnError(t))
+	})
+	for range 2 {
+		m, err := terms.NextMsg(30 * time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(m.Data), "settled by the handler") {
+			t.Errorf("termination advisory with another reason: %s", m.Data)
+		}
+	}
+	waitFor(t, 10*time.Second, "both settled", func() bool { return info(t, q.cons).NumAckPending == 0 })
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if got := calls.Load(); got != 2 {
+		t.Errorf("handler called %d times, want 2: a message it terminated was retried", got)
+	}
+	checkDrained(t, q.st, q.cons)
+}
+
 // TestConsumeLetsRunningHandlersFinishOnShutdown proves Consume's shutdown promise: when ctx
 // ends, no handler starts, the messages waiting for a worker are released so that another
 // process gets them at once, the running handler keeps a live context and finishes, its
