@@ -115,7 +115,8 @@ type run struct {
 	hctx     context.Context
 	stopHctx context.CancelFunc
 	// pullCtx ends pulls and submits; stopping is set just before it is canceled, so that a
-	// task that starts afterwards releases its message instead of running the handler.
+	// task that starts afterwards leaves its message to releaseWaiting instead of running the
+	// handler.
 	pullCtx    context.Context
 	stopPulls  context.CancelFunc
 	stopping   atomic.Bool

@@ -601,7 +601,7 @@ func TestConsumePanicsOnNilArguments(t *testing.T) {
 		{"WithBackoff(nil)", "crew/jetstream: WithBackoff: delay must not be nil", func() { crewjs.WithBackoff(nil) }},
 		{"WithShutdownTimeout(-1)", "crew/jetstream: WithShutdownTimeout: d must be >= 0, got -1ns", func() { crewjs.WithShutdownTimeout(-1) }},
 		{"WithInProgressInterval(-1)", "crew/jetstream: WithInProgressInterval: d must be >= 0, got -1ns", func() { crewjs.WithInProgressInterval(-1) }},
-		{"WithPullExpiry(0)", "crew/jetstream: WithPullExpiry: d must be >= 1ms, got 0s", func() { crewjs.WithPullExpiry(0) }},
+		{"WithPullExpiry(0)", "crew/jetstream: WithPullExpiry: d must be >= 10ms, got 0s", func() { crewjs.WithPullExpiry(0) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			defer func() {

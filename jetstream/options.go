@@ -100,10 +100,10 @@ func WithInProgressInterval(d time.Duration) Option {
 // WithPullExpiry sets how long one pull request waits on the server for messages before it
 // ends empty and Consume sends another; [DefaultPullExpiry] unless set. A shorter expiry
 // resumes sooner after the server restarts or the connection moves to another server, at the
-// cost of more requests while the stream is empty. It panics if d is less than a millisecond.
+// cost of more requests while the stream is empty. It panics if d is less than 10ms.
 func WithPullExpiry(d time.Duration) Option {
-	if d < time.Millisecond {
-		panic(fmt.Sprintf("crew/jetstream: WithPullExpiry: d must be >= 1ms, got %v", d))
+	if d < 10*time.Millisecond {
+		panic(fmt.Sprintf("crew/jetstream: WithPullExpiry: d must be >= 10ms, got %v", d))
 	}
 	return func(c *config) { c.pullExpiry = d }
 }

@@ -38,6 +38,8 @@ func TestStressThreeProcessesShareAWorkQueueAndAckEachMessageOnce(t *testing.T) 
 				return crewjs.Permanent(errors.New("bad id"))
 			}
 			l.seen[i].Add(1)
+			// A moment of work, so that handlers overlap and the pools' limits are tested.
+			time.Sleep(200 * time.Microsecond)
 			l.done[i].Add(1)
 			return nil
 		}, failOnError(t)))
