@@ -3,6 +3,7 @@ package crew
 import (
 	"context"
 	"fmt"
+	"runtime/debug"
 	"sync"
 
 	"github.com/crewgo/crew/internal/worker"
@@ -289,9 +290,12 @@ func (r *keyRunner[K]) unpack() []func() {
 // run is the key's turn on a worker: it runs up to keyBatch of the key's tasks one after
 // another, then queues itself again if more wait, or frees the key's state.
 //
-// A task that panics or calls runtime.Goexit ends the turn early: the deferred end counts the
-// task and queues the runner again before the panic reaches the pool's handler, so the key
-// does not wedge (TestKeyedPanicAndGoexitDoNotWedgeTheKey).
+// A task's panic is recovered here and given to the pool's panic handler before the task
+// counts as finished, so Wait returns only after the handler has, as it does for the pool's
+// own tasks; the turn goes on with the key's next task. Under WithoutPanicRecovery the panic
+// is left to end the program. A task that calls runtime.Goexit ends the turn early: the
+// deferred end counts the task and queues the runner again, so the key does not wedge
+// (TestKeyedPanicAndGoexitDoNotWedgeTheKey).
 func (r *keyRunner[K]) run() {
 	k := r.k
 	k.mu.Lock()
@@ -305,7 +309,11 @@ func (r *keyRunner[K]) run() {
 		}
 	}()
 	for n := 1; ; n++ {
-		t()
+		if k.p.core.cfg.noRecover {
+			t()
+		} else if pe := catch(t); pe != nil {
+			k.p.handlePanic(pe)
+		}
 		if n == keyBatch {
 			returned = true
 			r.end()
@@ -340,4 +348,15 @@ func (r *keyRunner[K]) end() {
 		// accepts it even after Stop, as the key's tasks were accepted.
 		k.p.core.e.Forward(r)
 	}
+}
+
+// handlePanic gives a recovered panic to p's panic handler on the calling goroutine. A handler
+// that panics in turn is reported through the default handler.
+func (p *Pool) handlePanic(pe *PanicError) {
+	defer func() {
+		if hv := recover(); hv != nil {
+			worker.DefaultPanicHandler(hv, debug.Stack())
+		}
+	}()
+	p.core.cfg.panicHandler(pe.Value, pe.Stack)
 }
