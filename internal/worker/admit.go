@@ -6,7 +6,12 @@ import "runtime"
 // while a bounded queue is full (unless the engine is NonBlocking) until there is room, the
 // engine stops, or done (which may be nil) is closed.
 func (e *Engine[T]) Submit(arg T, wait bool, done <-chan struct{}) Result {
+	var at int64
+	if e.timed { // the clock is read before the lock, to keep it out of the critical section
+		at = e.clock()
+	}
 	e.lock()
+	e.at = at
 	if e.stopped {
 		e.mu.Unlock()
 		return Stopped
@@ -39,7 +44,12 @@ func (e *Engine[T]) Submit(arg T, wait bool, done <-chan struct{}) Result {
 // Forward accepts arg whatever the queue bound and even after Stop. Sub-pools use it to run
 // their accepted tasks on the parent's workers: refusing them would lose accepted work.
 func (e *Engine[T]) Forward(arg T) {
+	var at int64
+	if e.timed {
+		at = e.clock()
+	}
 	e.lock()
+	e.at = at
 	s, _ := e.route(arg, false)
 	e.mu.Unlock()
 	e.launch(s)

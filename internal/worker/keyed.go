@@ -4,7 +4,12 @@ package worker
 // it to queue a key's runner: the keyed backlog is bounded by the keyed pool itself, and a
 // runner refused by a full queue would leave its key's accepted tasks without a runner.
 func (e *Engine[T]) Admit(arg T) Result {
+	var at int64
+	if e.timed {
+		at = e.clock()
+	}
 	e.lock()
+	e.at = at
 	if e.stopped {
 		e.mu.Unlock()
 		return Stopped

@@ -38,6 +38,7 @@ type Observer[T any] interface {
 // timing is the engine's part of observing, all guarded by e.mu but epoch.
 type timing struct {
 	timed   bool
+	at      int64     // the submit time of the task route places: read by Submit and Forward
 	epoch   time.Time // clock readings are durations since it, so the monotonic clock is used
 	stamps  queue.Queue[int64]
 	handing int64 // the submit time of the task being started: see the comment above

@@ -60,7 +60,7 @@ func (e *Engine[T]) route(arg T, bounded bool) (s launch[T], ok bool) {
 	if e.queue.Len() == 0 {
 		if e.waking == 0 && e.mayStart(arg) {
 			if e.timed {
-				e.handing = e.clock()
+				e.handing = e.at
 			}
 			if s, ok = e.handOut(arg); ok {
 				e.accept()
@@ -79,7 +79,7 @@ func (e *Engine[T]) route(arg T, bounded bool) (s launch[T], ok bool) {
 	}
 	e.queue.Push(arg)
 	if e.timed {
-		e.stamps.Push(e.clock())
+		e.stamps.Push(e.at)
 	}
 	e.accept()
 	return s, true
