@@ -52,16 +52,21 @@ func (e *Engine[T]) Remove() []T {
 		}
 		out = append(out, arg)
 	}
-	n := len(out)
+	e.countRemoved(len(out))
+	e.checkExited()
+	e.mu.Unlock()
+	return out
+}
+
+// countRemoved counts n accepted tasks taken out of the queue unrun: they are no longer
+// pending, and Wait no longer waits for them. Callers hold e.mu.
+func (e *Engine[T]) countRemoved(n int) {
 	e.removed += uint64(n)
 	e.pending -= n
 	if n > 0 && e.pending == 0 && e.drained != nil {
 		close(e.drained)
 		e.drained = nil
 	}
-	e.checkExited()
-	e.mu.Unlock()
-	return out
 }
 
 // Drained returns a channel closed when no accepted task is waiting or running, or nil if

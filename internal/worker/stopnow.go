@@ -58,13 +58,7 @@ func (e *Engine[T]) RemoveIf(match func(T) bool) []T {
 		e.accept()
 		b.decide(Accepted)
 	}
-	k := len(out)
-	e.removed += uint64(k)
-	e.pending -= k
-	if k > 0 && e.pending == 0 && e.drained != nil {
-		close(e.drained)
-		e.drained = nil
-	}
+	e.countRemoved(len(out))
 	e.checkExited()
 	e.mu.Unlock()
 	return out
