@@ -32,7 +32,11 @@ func (e *Engine[T]) overflow(arg T, done <-chan struct{}) Result {
 		return Full
 	case DiscardOldest:
 		if old, since, ok := e.dropOldest(arg); ok {
+			// The task dropped may have been a heavy one at the head, holding back lighter
+			// ones behind it that fit now.
+			starts := e.dispatch()
 			e.mu.Unlock()
+			e.launchAll(starts)
 			e.discarded(since)
 			if e.cfg.Discard != nil {
 				e.cfg.Discard(old)
