@@ -16,3 +16,6 @@ func BlockedSubmitters(p *Pool) int { return p.core.e.BlockedSubmitters() }
 
 // Removed returns how many accepted tasks of p were taken out unrun (by StopNow).
 func Removed(p *Pool) uint64 { return p.core.e.Counters().Removed }
+
+// RemovedFunc returns how many accepted calls of p were taken out unrun (by StopNow).
+func RemovedFunc[T any](p *FuncPool[T]) uint64 { return p.core.e.Counters().Removed }

@@ -4,10 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/crewgo/crew"
 )
@@ -18,9 +22,15 @@ type fuzzPool interface {
 	submit(func()) error
 	try(func()) bool
 	submitContext(context.Context, func()) error
+	removed() uint64
 	Wait()
 	Stop()
 	StopAndWait()
+	StopNow() []func()
+	Pause()
+	Resume()
+	PauseAndWait(context.Context) error
+	SetRateLimit(float64, int)
 	Resize(int)
 	Stats() crew.Stats
 }
@@ -32,6 +42,7 @@ func (p plainPool) try(f func()) bool     { return p.TrySubmit(f) }
 func (p plainPool) submitContext(ctx context.Context, f func()) error {
 	return p.SubmitContext(ctx, f)
 }
+func (p plainPool) removed() uint64 { return crew.Removed(p.Pool) }
 
 type invokePool struct{ *crew.FuncPool[func()] }
 
@@ -40,39 +51,7 @@ func (p invokePool) try(f func()) bool     { return p.TryInvoke(f) }
 func (p invokePool) submitContext(ctx context.Context, f func()) error {
 	return p.InvokeContext(ctx, f)
 }
-
-// poolModel is the obviously correct pool: with every task held at a gate, a task starts if
-// fewer than limit run, else waits if the queue has room, else is refused.
-type poolModel struct {
-	limit, queueSize int
-	nonBlocking      bool
-	stopped          bool
-	running, waiting int
-	submitted, done  uint64
-	refused          uint64 // Stats.Rejected: a full queue
-	canceled         uint64 // Stats.Canceled: the submitter's context ended first
-}
-
-// offer decides a submit's fate: "run", "queue", or "full".
-func (m *poolModel) offer() string {
-	switch {
-	case m.running < m.limit:
-		return "run"
-	case m.queueSize == 0 || m.waiting < m.queueSize:
-		return "queue"
-	default:
-		return "full"
-	}
-}
-
-func (m *poolModel) accept() {
-	m.submitted++
-	if m.offer() == "run" {
-		m.running++
-	} else {
-		m.waiting++
-	}
-}
+func (p invokePool) removed() uint64 { return crew.RemovedFunc(p.FuncPool) }
 
 // The operations, one per input byte: the byte modulo fuzzOps picks the operation, the
 // byte divided by fuzzOps its argument.
@@ -90,6 +69,13 @@ const (
 	opSubmitPanicNil // a task that calls panic(nil)
 	opSubmitGoexit   // a task that calls runtime.Goexit
 	opGroup          // Group.Go of 1 to 3 functions while two goroutines wait on the group
+	opPause
+	opResume
+	opPauseAndWait // arg%3: a context already ended, one that ends in 1 ms, or none while the running tasks finish
+	opStopNow
+	opSetRate    // arg%4: no limit, or limits fast enough to keep an input short
+	opSubmitN    // SubmitN (arg even) or TrySubmitN (odd) of weight 1+arg/2%(limit+1), on a Pool
+	opSubmitFrom // a task that submits into its own pool when it starts
 	fuzzOps
 )
 
@@ -131,23 +117,171 @@ func (e taskEnd) end() {
 // panics reports whether a task that ends so counts as panicked.
 func (e taskEnd) panics() bool { return e == endPanic || e == endPanicNil }
 
-// roomFor reports whether n more tasks would all start or wait in the queue.
-func (m *poolModel) roomFor(n int) bool {
-	free := max(m.limit-m.running, 0)
-	return m.queueSize == 0 || n-min(n, free) <= m.queueSize-m.waiting
+// fuzzState is where the model says a fuzzed task is.
+type fuzzState int
+
+const (
+	stRefused   fuzzState = iota // never accepted
+	stQueued                     // accepted, waiting
+	stRunning                    // started, held at its gate
+	stRan                        // ran to its end
+	stDiscarded                  // dropped by DiscardOldest
+	stReturned                   // taken out by StopNow
+)
+
+// fuzzTask is one task FuzzPoolOperations made, with what the model says of it and what
+// it saw when it ran.
+type fuzzTask struct {
+	id      uintptr // funcID of its func
+	weight  int
+	inline  bool // CallerRuns runs it on its submitter: unheld, not against the limit
+	group   bool // a Group function: dropped or taken out, it fails its group instead
+	end     taskEnd
+	release chan struct{} // closed: it may end (nil: it does not wait)
+	let     bool          // release is closed
+	state   fuzzState
+	runs    atomic.Int32
+	early   atomic.Bool // it started while the pool was known to be paused
+}
+
+// fuzzWeightedCallerRuns lets FuzzPoolOperations run weighted tasks on their submitter
+// under CallerRuns, which breaks the limit (TestFuzzFindingWeightedCallerRunsKeepsTheLimit).
+const fuzzWeightedCallerRuns = false
+
+// funcID tells the func values a discard handler or StopNow hands back apart: the closure
+// each fuzzed task is made of is allocated once, so its address names it.
+func funcID(f func()) uintptr { return *(*uintptr)(unsafe.Pointer(&f)) }
+
+// weightGauge is limitGauge for weighted tasks: the worst excess of the running weight over
+// the limit, where a task heavier than the limit may run only alone.
+type weightGauge struct {
+	limit, running, high atomic.Int64
+}
+
+func (g *weightGauge) enter(w int64) {
+	before := g.limit.Load()
+	cur := g.running.Add(w)
+	lim := max(before, g.limit.Load())
+	if excess := cur - lim; excess > 0 && cur != w {
+		for {
+			h := g.high.Load()
+			if excess <= h || g.high.CompareAndSwap(h, excess) {
+				break
+			}
+		}
+	}
+}
+
+func (g *weightGauge) leave(w int64) { g.running.Add(-w) }
+
+// fuzzModel is the obviously correct pool: with every task held at its gate, the tasks start
+// in the order they were accepted while the running weights fit the limit (a task heavier
+// than the limit alone) and the pool is not paused; a submit that finds tasks queued, no
+// room or a pause queues if the queue has room, and otherwise the overflow policy decides.
+type fuzzModel struct {
+	limit, queueSize int
+	policy           crew.Overflow
+	stopped, paused  bool
+	queue, running   []*fuzzTask
+	weight           int // of the running tasks
+	accepted         uint64
+	refused          uint64 // Stats.Rejected
+	canceled         uint64 // Stats.Canceled
+	discarded        uint64 // Stats.Discarded
+	removed          uint64 // taken out by StopNow
+	callerRan        uint64 // Stats.CallerRan
+}
+
+func (m *fuzzModel) fits(w int) bool { return m.weight == 0 || m.weight+w <= m.limit }
+
+// offer decides the fate of a submit of weight w: "run", "queue", or "full".
+func (m *fuzzModel) offer(w int) string {
+	switch {
+	case !m.paused && len(m.queue) == 0 && m.fits(w):
+		return "run"
+	case m.queueSize == 0 || len(m.queue) < m.queueSize:
+		return "queue"
+	default:
+		return "full"
+	}
+}
+
+func (m *fuzzModel) start(t *fuzzTask) {
+	t.state = stRunning
+	m.running = append(m.running, t)
+	m.weight += t.weight
+}
+
+func (m *fuzzModel) accept(t *fuzzTask) {
+	m.accepted++
+	if m.offer(t.weight) == "run" {
+		m.start(t)
+	} else {
+		t.state = stQueued
+		m.queue = append(m.queue, t)
+	}
+}
+
+// dispatch starts what may start, in queue order.
+func (m *fuzzModel) dispatch() {
+	for !m.paused && len(m.queue) > 0 && m.fits(m.queue[0].weight) {
+		t := m.queue[0]
+		m.queue = m.queue[1:]
+		m.start(t)
+	}
+}
+
+// finishRunning ends the running tasks, let go, and starts what may start after them.
+func (m *fuzzModel) finishRunning() {
+	for _, t := range m.running {
+		t.state = stRan
+	}
+	m.running, m.weight = nil, 0
+	m.dispatch()
+}
+
+// drain ends every task accepted: they have all been let go and the pool is not paused.
+func (m *fuzzModel) drain() {
+	m.dispatch()
+	for len(m.running) > 0 {
+		m.finishRunning()
+	}
+}
+
+// roomFor reports whether n more tasks of weight 1 would all start or wait in the queue.
+func (m *fuzzModel) roomFor(n int) bool {
+	free := 0
+	if !m.paused && len(m.queue) == 0 {
+		free = max(m.limit-m.weight, 0)
+	}
+	return m.queueSize == 0 || n-min(n, free) <= m.queueSize-len(m.queue)
 }
 
 // FuzzPoolOperations runs a sequence of operations decoded from the input against a pool
-// and against poolModel, and fails at the first difference in what was accepted, started,
-// queued, refused or counted. Tasks hold at a gate until the next Wait (or a shrinking Resize
-// that must let them finish), so the pool's state between operations is exact; then they
-// return, panic (with a value or with nil) or call runtime.Goexit. A group on the pool calls
-// Go while two goroutines wait on it, and again after those Waits returned. At the end:
-// every accepted task ran exactly once, no refused task ran, every panic reached the handler,
-// every Wait on the group returned, and nothing is left running.
+// and against fuzzModel, and fails at the first difference in what was accepted, started,
+// queued, refused, dropped, handed back or counted. Tasks hold at a gate of their own until
+// the operation that lets them go (Wait, a shrinking Resize, PauseAndWait), so the pool's
+// state between operations is exact; then they return, panic (with a value or with nil) or
+// call runtime.Goexit. The pool has an overflow policy, a discard handler that records what
+// it gets, may be paused, resumed, stopped now, rate limited, and given weighted tasks and
+// tasks that submit into it. A group on the pool calls Go while two goroutines wait on it.
+// Throughout: every accepted task ends in exactly one of ran (exactly once), dropped (to the
+// handler, or failing its group) and taken out by StopNow (returned in queue order, or
+// failing its group); no refused task runs; no task starts while the pool is paused; the
+// running weights never exceed the limit; every Stats snapshot of the quiescent pool has
+// Accepted = Completed + Panicked + Running + Waiting + Discarded + taken out; and at the end
+// every panic reached the handler and nothing is left running.
 func FuzzPoolOperations(f *testing.F) {
-	// The first two bytes choose the pool: workers, queue size, non-blocking, Pool or
-	// FuncPool. Seeds are the edge cases worth keeping.
+	// The first two bytes choose the pool: in[0]%4+1 workers and in[0]>>2&3 the overflow
+	// policy; in[1]%4 the queue size, 0x40 WithNonBlocking, 0x80 FuncPool. Seeds are the
+	// edge cases worth keeping.
+	const (
+		block         = 0
+		reject        = 1 << 2
+		callerRuns    = 2 << 2
+		discardOldest = 3 << 2
+		funcPool      = 0x80
+	)
 	f.Add([]byte{0, 0})                                                   // nothing
 	f.Add([]byte{0, 1, opSubmit, opSubmit, opTrySubmit, opStats, opWait}) // one worker, queue of 1, full
 	f.Add([]byte{0, 0x81, opSubmit, opSubmit, opSubmit, opSubmit, opStats})
@@ -161,6 +295,44 @@ func FuzzPoolOperations(f *testing.F) {
 	f.Add([]byte{1, 0, opSubmitGoexit, opSubmitPanicNil, opSubmitGoexit, opSubmitPanicNil, opResize, opStats, opWait})
 	f.Add([]byte{2, 1, 2*fuzzOps + opGroup, opGroup, opStats, opWait, opGroup, opSubmit, opStats, opWait, opStop, opGroup}) // Go concurrent with Wait, Go after Wait, Go after Stop
 	f.Add([]byte{0, 0, opGroup, opGroup, opSubmitPanicNil, opGroup, opStats, opStop, opWait})
+	// Pause: submits queue, Wait waits for them, Resume starts them in order.
+	f.Add([]byte{1, 0, opSubmit, opPause, opSubmit, opSubmit, opStats, opWait, opStats, opPause, opSubmit, opResume, opStats})
+	f.Add([]byte{1, 0x80, opPause, opPause, opSubmitPanic, opSubmit, opResume, opResume, opStats, opWait})
+	// PauseAndWait with an ended context, a short one, and one the running tasks end before.
+	f.Add([]byte{2, 0, opSubmit, opSubmit, opPauseAndWait, fuzzOps + opPauseAndWait, opSubmit, 2*fuzzOps + opPauseAndWait, opStats, opResume, opWait})
+	f.Add([]byte{0, 0x80, opPauseAndWait, opSubmit, 2*fuzzOps + opPauseAndWait, opStats, opStop, opStats}) // nothing running, then Stop resumes
+	// StopNow: of a queue, while paused, after Stop, twice.
+	f.Add([]byte{0, 0, opSubmit, opSubmit, opSubmitPanic, opSubmit, opStopNow, opStats, opSubmit, opWait, opStopNow})
+	f.Add([]byte{1, 0x80, opSubmit, opPause, opSubmit, opSubmit, opSubmitGoexit, opStopNow, opStats, opResume, opWait})
+	f.Add([]byte{0, 2, opSubmit, opSubmit, opStop, opStopNow, opStats, opWait})
+	f.Add([]byte{1, 0, opGroup, opGroup, opPause, 2*fuzzOps + opGroup, opStopNow, opStats, opWait}) // group functions fail with ErrStopped
+	// Pause then Stop resumes, and every accepted task runs.
+	f.Add([]byte{1, 1, opSubmit, opPause, opSubmit, opSubmit, opStop, opStats, opWait, opStats})
+	f.Add([]byte{0, 0x80, opPause, opSubmitPanicNil, opSubmit, opStop, opWait, opResume, opStats})
+	// Rate limits: starts wait in the queue for tokens, never refuse.
+	f.Add([]byte{3, 0, 2*fuzzOps + opSetRate, opSubmit, opSubmit, opSubmit, opSubmit, opStats, opWait, 3*fuzzOps + opSetRate, opSubmit, opSetRate, opWait})
+	f.Add([]byte{1, 0x81, fuzzOps + opSetRate, opSubmit, opSubmit, opSubmit, opPause, opStats, opResume, opWait, opStats})
+	// Overflow policies with a full queue.
+	f.Add([]byte{reject, 1, opSubmit, opSubmit, opSubmit, opSubmitTimeout, opStats, opWait})
+	f.Add([]byte{callerRuns, 1, opSubmit, opSubmit, opSubmit, opSubmitPanic, opSubmitPanicNil, opSubmitGoexit, opSubmitTimeout, opStats, opWait, opStats})
+	f.Add([]byte{callerRuns | 1, 0x81, opSubmit, opSubmit, opSubmit, opSubmitPanic, opTrySubmit, opStats, opWait})
+	f.Add([]byte{discardOldest, 2, opSubmit, opSubmit, opSubmit, opSubmit, opSubmitPanic, opSubmit, opStats, opWait, opStats})
+	f.Add([]byte{discardOldest | 1, 0x81, opSubmit, opSubmit, opSubmit, opSubmit, opSubmitTimeout, opStats, opStopNow, opStats})
+	f.Add([]byte{discardOldest, 2, opSubmit, opGroup, 2*fuzzOps + opGroup, opSubmit, opSubmit, opStats, opWait}) // dropped group functions fail the group
+	f.Add([]byte{discardOldest, 1, opPause, opSubmit, opSubmit, opSubmit, opStats, opResume, opWait})           // paused full queue drops
+	f.Add([]byte{callerRuns, 1, opPause, opSubmit, opSubmit, opSubmit, opStats, opStop, opWait})                // paused full queue runs on the caller
+	// A task that submits into its own full pool: on the caller, dropped, refused, queued.
+	f.Add([]byte{callerRuns, 1, opSubmit, opSubmit, opSubmitFrom, opStats, opWait})
+	f.Add([]byte{callerRuns, 0x81, opSubmitFrom, opStats, opSubmitFrom, opSubmitFrom, opStats, opWait})
+	f.Add([]byte{discardOldest | 1, 1, opSubmit, opSubmitFrom, opStats, opWait})
+	f.Add([]byte{block | 1, 1, opSubmit, opSubmitFrom, opSubmitFrom, opStats, opWait})
+	f.Add([]byte{reject, 0x80, opSubmitFrom, opStats, opStopNow, opWait})
+	// Weights: FIFO with a heavy task at the head, too heavy, shrink below a queued weight.
+	f.Add([]byte{3, 0, 6*fuzzOps + opSubmitN, 2*fuzzOps + opSubmitN, opSubmit, 4*fuzzOps + opSubmitN, opStats, opWait})
+	f.Add([]byte{1, 0, opSubmit, 2*fuzzOps + opSubmitN, 3*fuzzOps + opSubmitN, 5*fuzzOps + opSubmitN, opSubmit, opStats, opWait})
+	f.Add([]byte{3, 0, opSubmit, 6*fuzzOps + opSubmitN, opSubmit, opResize, opStats, opWait, opStats})
+	f.Add([]byte{discardOldest | 3, 1, opSubmit, 6*fuzzOps + opSubmitN, opSubmit, opStats, opStopNow})
+	f.Add([]byte{callerRuns | 2, 1, 4*fuzzOps + opSubmitN, 2*fuzzOps + opSubmitN, 4*fuzzOps + opSubmitN, 5*fuzzOps + opSubmitN, opStats, opWait})
 	f.Fuzz(func(t *testing.T, in []byte) {
 		if len(in) < 2 {
 			return
@@ -168,15 +340,25 @@ func FuzzPoolOperations(f *testing.F) {
 		if len(in) > 200 {
 			in = in[:200]
 		}
-		m := &poolModel{limit: 1 + int(in[0]%4), queueSize: int(in[1] % 4), nonBlocking: in[1]&0x40 != 0}
+		m := &fuzzModel{limit: 1 + int(in[0]%4), queueSize: int(in[1] % 4), policy: crew.Overflow(in[0] >> 2 & 3)}
 		var handled atomic.Uint64
+		var dropMu sync.Mutex
+		var drops []uintptr
 		opts := []crew.Option{
 			crew.WithIdleTimeout(0),
 			crew.WithQueueSize(m.queueSize),
 			crew.WithPanicHandler(func(any, []byte) { handled.Add(1) }),
+			crew.WithOverflow(m.policy),
+			crew.WithDiscardHandler(func(v any) {
+				f, _ := v.(func())
+				dropMu.Lock()
+				drops = append(drops, funcID(f))
+				dropMu.Unlock()
+			}),
 		}
-		if m.nonBlocking {
+		if in[1]&0x40 != 0 {
 			opts = append(opts, crew.WithNonBlocking())
+			m.policy = crew.Reject
 		}
 		var p fuzzPool
 		if in[1]&0x80 != 0 {
@@ -184,201 +366,316 @@ func FuzzPoolOperations(f *testing.F) {
 		} else {
 			p = plainPool{crew.New(m.limit, opts...)}
 		}
-		gate := make(chan struct{})
-		release := func() {
-			close(gate)
-			gate = make(chan struct{})
-		}
-		defer func() { release(); p.StopAndWait() }()
+		gauge := &weightGauge{}
+		gauge.limit.Store(int64(m.limit))
+		var paused atomic.Bool // set once Pause has returned, cleared before what resumes
 
-		var runs []*atomic.Int32
-		var accepted []bool
-		newTask := func(end taskEnd) func() {
-			n := new(atomic.Int32)
-			runs = append(runs, n)
-			accepted = append(accepted, false)
-			g := gate
-			return func() {
-				n.Add(1)
-				<-g
+		var tasks []*fuzzTask
+		var wantDrops []uintptr
+		// newTask makes a task of weight w that waits for its release unless it runs inline.
+		newTask := func(w int, inline bool, end taskEnd) (*fuzzTask, func()) {
+			rec := &fuzzTask{weight: w, inline: inline, end: end}
+			var release chan struct{}
+			if !inline {
+				release = make(chan struct{})
+			}
+			rec.release = release
+			tasks = append(tasks, rec)
+			fn := func() {
+				rec.runs.Add(1)
+				if paused.Load() && !inline {
+					rec.early.Store(true)
+				}
+				if !inline {
+					gauge.enter(int64(w))
+					defer gauge.leave(int64(w))
+					<-release
+				}
 				end.end()
 			}
+			rec.id = funcID(fn)
+			return rec, fn
 		}
+		let := func(ts []*fuzzTask) {
+			for _, rec := range ts {
+				if rec.release != nil && !rec.let {
+					close(rec.release)
+					rec.let = true
+				}
+			}
+		}
+		letAll := func() { let(tasks) }
+		finished := false
+		defer func() {
+			if finished {
+				return
+			}
+			// A check failed: leave nothing running for the next input if the pool can.
+			letAll()
+			paused.Store(false)
+			select {
+			case <-goRun(p.StopAndWait):
+			case <-time.After(10 * time.Second):
+			}
+		}()
+
 		// The group of opGroup, made by the first, and the Wait calls on it not yet checked.
 		var group *crew.Group
-		groupStopped := false // a Go found the pool stopped: that is the group's error
+		var groupErrs []error // what its Wait may return besides nil
 		var waiters []<-chan error
-		// waited checks that every Wait on the group has returned, with no error but the
-		// ErrStopped of a Go after Stop. Every function the group started has finished.
 		waited := func(step int) {
 			t.Helper()
 			for _, w := range waiters {
 				select {
 				case err := <-w:
-					if err != nil && !(groupStopped && errors.Is(err, crew.ErrStopped)) {
-						t.Fatalf("step %d: Group.Wait = %v", step, err)
+					if err != nil && !slices.ContainsFunc(groupErrs, func(e error) bool { return errors.Is(err, e) }) {
+						t.Fatalf("step %d: Group.Wait = %v, want nil or one of %v", step, err, groupErrs)
 					}
 				case <-time.After(10 * time.Second):
-					t.Fatalf("step %d: Group.Wait has not returned 10 s after its functions finished", step)
+					t.Fatalf("step %d: Group.Wait has not returned 10 s after its functions ended", step)
 				}
 			}
 			waiters = waiters[:0]
 		}
-		// drained moves the model past a Wait: every accepted task has finished.
-		drained := func() {
-			m.running, m.waiting = 0, 0
+		// drop moves the oldest queued task to dropped, as DiscardOldest does.
+		drop := func() {
+			old := m.queue[0]
+			m.queue = m.queue[1:]
+			old.state = stDiscarded
+			m.discarded++
+			if old.group {
+				groupErrs = append(groupErrs, crew.ErrDiscarded)
+			} else {
+				wantDrops = append(wantDrops, old.id)
+			}
 		}
+		checkDrops := func(step int) {
+			t.Helper()
+			dropMu.Lock()
+			defer dropMu.Unlock()
+			if !slices.Equal(drops, wantDrops) {
+				t.Fatalf("step %d: the discard handler got %v, want the oldest queued %v", step, drops, wantDrops)
+			}
+		}
+		// settle waits until the pool shows the model's Running and Waiting and every task the
+		// model says started has; a queued task that started fails at once.
 		settle := func(step int, op string) {
 			t.Helper()
 			deadline := time.Now().Add(5 * time.Second)
 			for {
 				s := p.Stats()
-				if s.Running == m.running && s.Waiting == m.waiting {
+				ok := s.Running == len(m.running) && s.Waiting == len(m.queue)
+				for i, rec := range tasks {
+					n := rec.runs.Load()
+					switch {
+					case rec.state == stQueued && n != 0:
+						t.Fatalf("step %d (%s): task %d started, the model has it queued (limit %d, weight %d, paused %v)",
+							step, op, i, m.limit, m.weight, m.paused)
+					case rec.state == stRunning && n != 1:
+						ok = false
+					}
+				}
+				if ok {
+					gauge.limit.Store(int64(m.limit))
 					return
 				}
 				if time.Now().After(deadline) {
 					t.Fatalf("step %d (%s): pool settled at Running %d Waiting %d, model %d and %d",
-						step, op, s.Running, s.Waiting, m.running, m.waiting)
+						step, op, s.Running, s.Waiting, len(m.running), len(m.queue))
 				}
 				time.Sleep(50 * time.Microsecond)
 			}
 		}
-		var panicsAccepted uint64
+		checkStats := func(step int) {
+			t.Helper()
+			s := p.Stats()
+			removed := p.removed()
+			if s.MaxWorkers != m.limit || s.Accepted != m.accepted || s.Rejected != m.refused ||
+				s.Canceled != m.canceled || s.Running != len(m.running) || s.Waiting != len(m.queue) ||
+				s.Discarded != m.discarded || s.CallerRan != m.callerRan || s.Paused != m.paused ||
+				removed != m.removed {
+				t.Fatalf("step %d: Stats %+v (taken out %d), model %+v", step, s, removed, m)
+			}
+			if s.Accepted != s.Completed+s.Panicked+uint64(s.Running+s.Waiting)+s.Discarded+removed {
+				t.Fatalf("step %d: Stats %+v with %d taken out do not add up to Accepted", step, s, removed)
+			}
+		}
+		// submitOne submits a task of weight w by Submit (how 0), SubmitN (1) or
+		// SubmitContext with a 5 ms deadline (2), and follows it in the model.
+		submitOne := func(step, how, w int, end taskEnd) {
+			t.Helper()
+			pp, isPool := p.(plainPool)
+			if how == 1 && !isPool {
+				return
+			}
+			if w > m.limit {
+				_, fn := newTask(w, false, end)
+				if err := pp.SubmitN(w, fn); !errors.Is(err, crew.ErrTooHeavy) {
+					t.Fatalf("step %d: SubmitN(%d) with limit %d = %v, want ErrTooHeavy", step, w, m.limit, err)
+				}
+				return
+			}
+			fate := m.offer(w)
+			if !m.stopped && fate == "full" && m.policy == crew.Block && how != 2 {
+				return // a Submit that would block is the stress suite's business
+			}
+			inline := !m.stopped && fate == "full" && m.policy == crew.CallerRuns
+			if inline && w > 1 && !fuzzWeightedCallerRuns {
+				return // TestFuzzFindingWeightedCallerRunsKeepsTheLimit
+			}
+			if inline && end == endGoexit {
+				end = endReturn // Goexit on the caller would end the fuzzer's goroutine
+			}
+			rec, fn := newTask(w, inline, end)
+			var err error
+			switch how {
+			case 0:
+				err = p.submit(fn)
+			case 1:
+				err = pp.SubmitN(w, fn)
+			default:
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Millisecond)
+				err = p.submitContext(ctx, fn)
+				cancel()
+			}
+			switch {
+			case m.stopped:
+				if !errors.Is(err, crew.ErrStopped) && !(how == 2 && errors.Is(err, context.DeadlineExceeded)) {
+					t.Fatalf("step %d: submit after Stop = %v, want ErrStopped", step, err)
+				}
+				if err != crew.ErrStopped && errors.Is(err, context.DeadlineExceeded) {
+					m.canceled++
+				}
+			case how == 2 && errors.Is(err, context.DeadlineExceeded):
+				// The deadline may pass before the call even looks at the queue; then
+				// nothing was accepted.
+				m.canceled++
+			case fate == "full" && m.policy == crew.Reject:
+				if !errors.Is(err, crew.ErrQueueFull) {
+					t.Fatalf("step %d: submit to a full queue under Reject = %v, want ErrQueueFull", step, err)
+				}
+				m.refused++
+			case err != nil:
+				t.Fatalf("step %d: submit (%s, policy %d, how %d) = %v, want nil", step, fate, m.policy, how, err)
+			case inline:
+				if n := rec.runs.Load(); n != 1 {
+					t.Fatalf("step %d: CallerRuns returned with its task run %d times, want once", step, n)
+				}
+				rec.state = stRan
+				m.accepted++
+				m.callerRan++
+			case fate == "full": // DiscardOldest
+				drop()
+				m.accept(rec)
+				m.dispatch()
+			default:
+				m.accept(rec)
+			}
+			checkDrops(step)
+		}
+		// tried is submitOne's non-blocking form: TrySubmit, or TrySubmitN for how 1.
+		tried := func(step, how, w int) {
+			t.Helper()
+			pp, isPool := p.(plainPool)
+			if how == 1 && !isPool {
+				return
+			}
+			fate := m.offer(w)
+			rec, fn := newTask(w, false, endReturn)
+			var ok bool
+			if how == 1 {
+				ok = pp.TrySubmitN(w, fn)
+			} else {
+				ok = p.try(fn)
+			}
+			want := !m.stopped && fate != "full" && w <= m.limit
+			if ok != want {
+				t.Fatalf("step %d: TrySubmit(N) of weight %d = %v, model says %v (%s, stopped %v)", step, w, ok, want, fate, m.stopped)
+			}
+			switch {
+			case ok:
+				m.accept(rec)
+			case !m.stopped && w <= m.limit:
+				m.refused++
+			}
+			checkDrops(step)
+		}
 
 		for step, b := range in[2:] {
 			op, arg := int(b%fuzzOps), int(b/fuzzOps)
 			name := fmt.Sprint("op ", op)
 			switch op {
 			case opSubmit, opSubmitPanic, opSubmitPanicNil, opSubmitGoexit:
-				fate := m.offer()
-				if !m.stopped && fate == "full" && !m.nonBlocking {
-					// A Submit that would block is the stress suite's business.
-					continue
-				}
-				task := newTask(endOf(op))
-				err := p.submit(task)
-				switch {
-				case m.stopped:
-					if !errors.Is(err, crew.ErrStopped) {
-						t.Fatalf("step %d: submit after Stop = %v, want ErrStopped", step, err)
-					}
-				case fate == "full":
-					if !errors.Is(err, crew.ErrQueueFull) {
-						t.Fatalf("step %d: submit to a full non-blocking queue = %v, want ErrQueueFull", step, err)
-					}
-					m.refused++
-				default:
-					if err != nil {
-						t.Fatalf("step %d: submit with room (%s) = %v, want nil", step, fate, err)
-					}
-					accepted[len(accepted)-1] = true
-					m.accept()
-					if endOf(op).panics() {
-						panicsAccepted++
-					}
-				}
+				submitOne(step, 0, 1, endOf(op))
 			case opTrySubmit:
-				fate := m.offer()
-				ok := p.try(newTask(endReturn))
-				want := !m.stopped && fate != "full"
-				if ok != want {
-					t.Fatalf("step %d: TrySubmit = %v, model says %v (%s, stopped %v)", step, ok, want, fate, m.stopped)
-				}
-				if ok {
-					accepted[len(accepted)-1] = true
-					m.accept()
-				} else if !m.stopped {
-					m.refused++
+				tried(step, 0, 1)
+			case opSubmitN:
+				w := 1 + arg/2%(m.limit+1)
+				if arg%2 == 0 {
+					submitOne(step, 1, w, endReturn)
+				} else {
+					tried(step, 1, w)
 				}
 			case opSubmitCanceled:
 				ctx, cancel := context.WithCancel(context.Background())
 				cancel()
-				if err := p.submitContext(ctx, newTask(endReturn)); !errors.Is(err, context.Canceled) {
+				_, fn := newTask(1, false, endReturn)
+				if err := p.submitContext(ctx, fn); !errors.Is(err, context.Canceled) {
 					t.Fatalf("step %d: SubmitContext with an ended context = %v, want context.Canceled", step, err)
 				}
 				m.canceled++
 			case opSubmitTimeout:
-				fate := m.offer()
-				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Millisecond)
-				err := p.submitContext(ctx, newTask(endReturn))
-				cancel()
-				switch {
-				case m.stopped:
-					if !errors.Is(err, crew.ErrStopped) && !errors.Is(err, context.DeadlineExceeded) {
-						t.Fatalf("step %d: SubmitContext after Stop = %v", step, err)
-					}
-					if errors.Is(err, context.DeadlineExceeded) {
-						m.canceled++
-					}
-				case fate == "full" && m.nonBlocking:
-					if !errors.Is(err, crew.ErrQueueFull) {
-						t.Fatalf("step %d: SubmitContext, full non-blocking queue = %v, want ErrQueueFull", step, err)
-					}
-					m.refused++
-				case fate == "full":
-					if !errors.Is(err, context.DeadlineExceeded) {
-						t.Fatalf("step %d: SubmitContext, full queue = %v, want DeadlineExceeded", step, err)
-					}
-					m.canceled++
-				case err == nil:
-					accepted[len(accepted)-1] = true
-					m.accept()
-				default:
-					// The deadline may pass before the call even looks at the queue; then
-					// nothing was accepted.
-					if !errors.Is(err, context.DeadlineExceeded) {
-						t.Fatalf("step %d: SubmitContext with room = %v", step, err)
-					}
-					m.canceled++
-				}
+				submitOne(step, 2, 1, endReturn)
 			case opResize:
 				n := 1 + arg%6
 				name = fmt.Sprint("Resize ", n)
-				resized := make(chan struct{})
-				go func() { p.Resize(n); close(resized) }()
-				// Resize returns at once, even below the tasks running: they finish, and
-				// none starts until fewer than n run.
-				select {
-				case <-resized:
-				case <-time.After(10 * time.Second):
-					t.Fatalf("step %d: Resize(%d) did not return", step, n)
-				}
+				gauge.limit.Store(int64(max(m.limit, n)))
+				// Resize returns at once, even below the tasks running: they go on, and
+				// none starts until the running weight leaves room.
+				awaitReturn(t, fmt.Sprintf("step %d: Resize(%d)", step, n), goRun(func() { p.Resize(n) }))
+				gauge.limit.Store(int64(n))
 				m.limit = n
-				move := min(m.limit-m.running, m.waiting)
-				if move > 0 {
-					m.running += move
-					m.waiting -= move
-				}
+				m.dispatch()
 			case opWait:
-				release()
-				p.Wait()
-				m.done += uint64(m.running + m.waiting)
-				drained()
+				letAll()
+				done := goRun(p.Wait)
+				if m.paused && len(m.queue) > 0 {
+					// Wait waits for paused work: until Resume, it has not returned.
+					m.finishRunning()
+					settle(step, "Wait while paused")
+					select {
+					case <-done:
+						t.Fatalf("step %d: Wait returned with %d tasks queued on a paused pool", step, len(m.queue))
+					default:
+					}
+					paused.Store(false)
+					p.Resume()
+					m.paused = false
+				}
+				awaitReturn(t, fmt.Sprintf("step %d: Wait", step), done)
+				m.drain()
 				waited(step)
 			case opStop:
+				paused.Store(false)
 				p.Stop()
-				m.stopped = true
+				m.stopped, m.paused = true, false
+				m.dispatch()
 			case opStats:
 				settle(step, name)
-				s := p.Stats()
-				if s.MaxWorkers != m.limit || s.Accepted != m.submitted || s.Rejected != m.refused ||
-					s.Canceled != m.canceled || s.Running != m.running || s.Waiting != m.waiting ||
-					s.Completed+s.Panicked > s.Accepted || s.Completed+s.Panicked < m.done {
-					t.Fatalf("step %d: Stats %+v, model %+v", step, s, m)
-				}
+				checkStats(step)
 			case opSubmitNil:
 				if _, isFunc := p.(invokePool); isFunc {
 					continue // a FuncPool takes a nil func as an argument like any other
 				}
-				want := crew.ErrNilTask
-				if err := p.submit(nil); !errors.Is(err, want) {
+				if err := p.submit(nil); !errors.Is(err, crew.ErrNilTask) {
 					t.Fatalf("step %d: Submit(nil) = %v, want ErrNilTask", step, err)
 				}
 			case opGroup:
 				pp, ok := p.(plainPool)
 				n := 1 + arg%3
-				// The group's functions are tasks like the others, held at the gate, so the
-				// model holds; Go blocks on a full queue, so only n that fit are offered.
+				// The group's functions are tasks like the others, held at their gates, so
+				// the model holds; Go may block, run inline or drop on a full queue, so only
+				// n that fit are offered.
 				if !ok || !m.stopped && !m.roomFor(n) {
 					continue
 				}
@@ -392,36 +689,246 @@ func FuzzPoolOperations(f *testing.F) {
 					waiters = append(waiters, w)
 				}
 				for range n {
-					task := newTask(endReturn)
-					g.Go(func(context.Context) error { task(); return nil })
+					rec, fn := newTask(1, false, endReturn)
+					rec.group = true
+					g.Go(func(context.Context) error { fn(); return nil })
 					if m.stopped {
-						groupStopped = true
+						groupErrs = append(groupErrs, crew.ErrStopped)
 						continue
 					}
-					accepted[len(accepted)-1] = true
-					m.accept()
+					m.accept(rec)
 				}
+			case opPause:
+				p.Pause()
+				paused.Store(true)
+				m.paused = true
+			case opResume:
+				paused.Store(false)
+				p.Resume()
+				m.paused = false
+				m.dispatch()
+			case opPauseAndWait:
+				var err error
+				var want error
+				switch arg % 3 {
+				case 0:
+					ctx, cancel := context.WithCancel(context.Background())
+					cancel()
+					err = p.PauseAndWait(ctx)
+					want = context.Canceled
+				case 1:
+					ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+					err = p.PauseAndWait(ctx)
+					cancel()
+					want = context.DeadlineExceeded
+				default:
+					p.Pause()
+					paused.Store(true)
+					done := goRun(func() { err = p.PauseAndWait(context.Background()) })
+					if len(m.running) > 0 {
+						select {
+						case <-done:
+							t.Fatalf("step %d: PauseAndWait returned with %d tasks running", step, len(m.running))
+						default:
+						}
+						let(m.running)
+					}
+					awaitReturn(t, fmt.Sprintf("step %d: PauseAndWait", step), done)
+					m.paused = true
+					m.finishRunning()
+				}
+				paused.Store(true)
+				if len(m.running) == 0 {
+					want = nil
+				}
+				if !errors.Is(err, want) || err != nil && want == nil {
+					t.Fatalf("step %d: PauseAndWait (%d running) = %v, want %v", step, len(m.running), err, want)
+				}
+				m.paused = true
+			case opStopNow:
+				got := p.StopNow()
+				paused.Store(false)
+				var want []uintptr
+				for _, rec := range m.queue {
+					rec.state = stReturned
+					m.removed++
+					if rec.group {
+						groupErrs = append(groupErrs, crew.ErrStopped)
+						continue
+					}
+					want = append(want, rec.id)
+				}
+				ids := make([]uintptr, len(got))
+				for i, f := range got {
+					ids[i] = funcID(f)
+				}
+				if !slices.Equal(ids, want) {
+					t.Fatalf("step %d: StopNow returned %v, want the queued plain tasks in order %v", step, ids, want)
+				}
+				m.queue = nil
+				m.stopped, m.paused = true, false
+			case opSetRate:
+				rates := []struct {
+					perSecond float64
+					burst     int
+				}{{math.Inf(1), 1}, {1e9, 1}, {2e4, 2}, {1e6, 8}}
+				r := rates[arg%len(rates)]
+				p.SetRateLimit(r.perSecond, r.burst)
+			case opSubmitFrom:
+				if m.stopped || m.offer(1) != "run" {
+					continue
+				}
+				outer, outerFn := newTask(1, false, endReturn)
+				m.accept(outer)
+				// What the inner submit finds once the outer task runs.
+				fate := m.offer(1)
+				useTry := fate == "full" && m.policy == crew.Block
+				inline := fate == "full" && m.policy == crew.CallerRuns
+				inner, innerFn := newTask(1, inline, endReturn)
+				res := make(chan error, 1)
+				err := p.submit(func() {
+					if useTry {
+						if p.try(innerFn) {
+							res <- nil
+						} else {
+							res <- crew.ErrQueueFull
+						}
+					} else {
+						res <- p.submit(innerFn)
+					}
+					outerFn()
+				})
+				if err != nil {
+					t.Fatalf("step %d: submit of a task that submits = %v", step, err)
+				}
+				var innerErr error
+				select {
+				case innerErr = <-res:
+				case <-time.After(10 * time.Second):
+					t.Fatalf("step %d: a submit from a task into its own pool has not returned after 10 s", step)
+				}
+				switch {
+				case fate == "full" && (m.policy == crew.Reject || useTry):
+					if !errors.Is(innerErr, crew.ErrQueueFull) {
+						t.Fatalf("step %d: submit from a task into its full pool = %v, want ErrQueueFull", step, innerErr)
+					}
+					m.refused++
+				case innerErr != nil:
+					t.Fatalf("step %d: submit from a task (%s, policy %d) = %v, want nil", step, fate, m.policy, innerErr)
+				case inline:
+					if n := inner.runs.Load(); n != 1 {
+						t.Fatalf("step %d: CallerRuns from a task returned with its task run %d times", step, n)
+					}
+					inner.state = stRan
+					m.accepted++
+					m.callerRan++
+				case fate == "full":
+					drop()
+					m.accept(inner)
+					m.dispatch()
+				default:
+					m.accept(inner)
+				}
+				checkDrops(step)
 			}
 			settle(step, name)
 		}
 
-		release()
-		p.StopAndWait()
+		letAll()
+		paused.Store(false)
+		awaitReturn(t, "StopAndWait", goRun(p.StopAndWait))
+		m.paused = false
+		m.dispatch()
+		m.drain()
 		waited(len(in))
-		for i := range runs {
-			n := runs[i].Load()
-			if accepted[i] && n != 1 {
+		checkDrops(len(in))
+		finished = true
+		var ran, panics uint64
+		for i, rec := range tasks {
+			n := rec.runs.Load()
+			switch {
+			case rec.state == stRan && n != 1:
 				t.Fatalf("accepted task %d ran %d times, want once", i, n)
+			case rec.state != stRan && n != 0:
+				t.Fatalf("task %d (state %d: refused, queued, running, ran, dropped, taken out) ran %d times, want never", i, rec.state, n)
+			case rec.early.Load():
+				t.Fatalf("task %d started after Pause returned and before Resume", i)
 			}
-			if !accepted[i] && n != 0 {
-				t.Fatalf("refused task %d ran %d times, want never", i, n)
+			if rec.state == stRan {
+				ran++
+				if rec.end.panics() {
+					panics++
+				}
 			}
+		}
+		if h := gauge.high.Load(); h > 0 {
+			t.Fatalf("the running weights exceeded the limit by %d", h)
 		}
 		s := p.Stats()
-		if s.Accepted != m.submitted || s.Completed+s.Panicked != s.Accepted || s.Panicked != panicsAccepted ||
-			handled.Load() != s.Panicked || s.Running != 0 || s.Waiting != 0 || s.Idle != 0 {
-			t.Fatalf("final Stats %+v, model submitted %d panicked %d, handler saw %d",
-				s, m.submitted, panicsAccepted, handled.Load())
+		if s.Accepted != m.accepted || s.Completed+s.Panicked != ran || s.Panicked != panics ||
+			handled.Load() != s.Panicked || s.Running != 0 || s.Waiting != 0 || s.Idle != 0 ||
+			s.Discarded != m.discarded || s.CallerRan != m.callerRan || p.removed() != m.removed || s.Paused {
+			t.Fatalf("final Stats %+v (taken out %d), model %+v, ran %d panicked %d, handler saw %d",
+				s, p.removed(), m, ran, panics, handled.Load())
 		}
 	})
+}
+
+// TestFuzzFindingDiscardOldestStartsATaskThatNowFits proves [crew.DiscardOldest] with
+// [crew.Pool.SubmitN]: when the task dropped was a heavy one at the head of the queue, the
+// light task that takes its place starts at once if it fits, rather than when a running task
+// returns.
+func TestFuzzFindingDiscardOldestStartsATaskThatNowFits(t *testing.T) {
+	p := crew.New(4, crew.WithQueueSize(1), crew.WithOverflow(crew.DiscardOldest), crew.WithIdleTimeout(0))
+	release := make(chan struct{})
+	defer func() { close(release); p.StopAndWait() }()
+	running := make(chan struct{})
+	if err := p.Submit(func() { close(running); <-release }); err != nil {
+		t.Fatal(err)
+	}
+	<-running
+	if err := p.SubmitN(4, func() { t.Error("the dropped task ran") }); err != nil {
+		t.Fatal(err)
+	}
+	started := make(chan struct{})
+	if err := p.Submit(func() { close(started); <-release }); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-started:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the task that took the dropped one's place has not started, with 1 of 4 slots used: %+v", p.Stats())
+	}
+}
+
+// TestFuzzFindingWeightedCallerRunsKeepsTheLimit proves that a weighted task that
+// [crew.CallerRuns] runs on its submitter leaves the limit as it was: it holds no slots, so it
+// must give none back when it returns.
+func TestFuzzFindingWeightedCallerRunsKeepsTheLimit(t *testing.T) {
+	if !fuzzWeightedCallerRuns {
+		t.Skip("a weighted task run by CallerRuns gives back slots it never held")
+	}
+	p := crew.New(3, crew.WithQueueSize(1), crew.WithOverflow(crew.CallerRuns))
+	release := make(chan struct{})
+	defer func() { close(release); p.StopAndWait() }()
+	if err := p.SubmitN(3, func() { <-release }); err != nil {
+		t.Fatal(err)
+	}
+	started := make(chan struct{}, 1)
+	if err := p.SubmitN(2, func() { started <- struct{}{}; <-release }); err != nil { // queued
+		t.Fatal(err)
+	}
+	if err := p.SubmitN(3, func() {}); err != nil { // full queue: runs here
+		t.Fatal(err)
+	}
+	// Give a wrong start the chance to happen, then look.
+	deadline := time.Now().Add(20 * time.Millisecond)
+	for time.Now().Before(deadline) {
+		select {
+		case <-started:
+			t.Fatalf("a task of weight 2 started beside one of weight 3 on a pool of 3: %+v", p.Stats())
+		default:
+			runtime.Gosched()
+		}
+	}
 }
