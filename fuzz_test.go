@@ -319,8 +319,8 @@ func FuzzPoolOperations(f *testing.F) {
 	f.Add([]byte{discardOldest, 2, opSubmit, opSubmit, opSubmit, opSubmit, opSubmitPanic, opSubmit, opStats, opWait, opStats})
 	f.Add([]byte{discardOldest | 1, 0x81, opSubmit, opSubmit, opSubmit, opSubmit, opSubmitTimeout, opStats, opStopNow, opStats})
 	f.Add([]byte{discardOldest, 2, opSubmit, opGroup, 2*fuzzOps + opGroup, opSubmit, opSubmit, opStats, opWait}) // dropped group functions fail the group
-	f.Add([]byte{discardOldest, 1, opPause, opSubmit, opSubmit, opSubmit, opStats, opResume, opWait})           // paused full queue drops
-	f.Add([]byte{callerRuns, 1, opPause, opSubmit, opSubmit, opSubmit, opStats, opStop, opWait})                // paused full queue runs on the caller
+	f.Add([]byte{discardOldest, 1, opPause, opSubmit, opSubmit, opSubmit, opStats, opResume, opWait})            // paused full queue drops
+	f.Add([]byte{callerRuns, 1, opPause, opSubmit, opSubmit, opSubmit, opStats, opStop, opWait})                 // paused full queue runs on the caller
 	// A task that submits into its own full pool: on the caller, dropped, refused, queued.
 	f.Add([]byte{callerRuns, 1, opSubmit, opSubmit, opSubmitFrom, opStats, opWait})
 	f.Add([]byte{callerRuns, 0x81, opSubmitFrom, opStats, opSubmitFrom, opSubmitFrom, opStats, opWait})
