@@ -248,7 +248,9 @@ func (p *Pool) wakeSubs() {
 // applies); [Pool.Wait] waits for them, so it does not return while tasks are queued on a
 // paused pool. [Pool.Stop], [Pool.StopAndWait] and [Pool.Shutdown] resume the pool, since
 // every accepted task must still run; [Pool.StopNow] abandons a paused backlog instead.
-// Pause is idempotent, and safe to call from a task and concurrently with any other method.
+// Pause is idempotent, does nothing once the pool is stopped (a stopped pool runs its
+// accepted tasks to the end), and is safe to call from a task and concurrently with any other
+// method.
 func (p *Pool) Pause() { p.core.e.Pause() }
 
 // PauseAndWait pauses the pool as [Pool.Pause] does, then waits until none of its tasks runs

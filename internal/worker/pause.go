@@ -42,9 +42,14 @@ func (e *Engine[T]) Tokens() bool {
 }
 
 // Pause holds every start back until Resume (or Stop). Tasks running go on; submits are still
-// accepted and queue. It is idempotent.
+// accepted and queue. It is idempotent. On a stopped engine it does nothing: Stop resumed it
+// once, and nothing would resume it again, so its queued tasks would never start.
 func (e *Engine[T]) Pause() {
 	e.mu.Lock()
+	if e.stopped {
+		e.mu.Unlock()
+		return
+	}
 	e.paused.Store(true)
 	e.regate()
 	e.mu.Unlock()
