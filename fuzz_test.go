@@ -700,8 +700,10 @@ func FuzzPoolOperations(f *testing.F) {
 				}
 			case opPause:
 				p.Pause()
-				paused.Store(true)
-				m.paused = true
+				if !m.stopped { // a stopped pool still runs its backlog
+					paused.Store(true)
+					m.paused = true
+				}
 			case opResume:
 				paused.Store(false)
 				p.Resume()
@@ -723,8 +725,15 @@ func FuzzPoolOperations(f *testing.F) {
 					want = context.DeadlineExceeded
 				default:
 					p.Pause()
-					paused.Store(true)
+					paused.Store(!m.stopped)
 					done := goRun(func() { err = p.PauseAndWait(context.Background()) })
+					if m.stopped {
+						// Pause did nothing: PauseAndWait waits for the backlog too.
+						letAll()
+						awaitReturn(t, fmt.Sprintf("step %d: PauseAndWait on a stopped pool", step), done)
+						m.drain()
+						break
+					}
 					if len(m.running) > 0 {
 						select {
 						case <-done:
@@ -734,17 +743,17 @@ func FuzzPoolOperations(f *testing.F) {
 						let(m.running)
 					}
 					awaitReturn(t, fmt.Sprintf("step %d: PauseAndWait", step), done)
-					m.paused = true
+					m.paused = !m.stopped
 					m.finishRunning()
 				}
-				paused.Store(true)
+				paused.Store(!m.stopped)
 				if len(m.running) == 0 {
 					want = nil
 				}
 				if !errors.Is(err, want) || err != nil && want == nil {
 					t.Fatalf("step %d: PauseAndWait (%d running) = %v, want %v", step, len(m.running), err, want)
 				}
-				m.paused = true
+				m.paused = !m.stopped
 			case opStopNow:
 				got := p.StopNow()
 				paused.Store(false)
@@ -930,5 +939,26 @@ func TestFuzzFindingWeightedCallerRunsKeepsTheLimit(t *testing.T) {
 		default:
 			runtime.Gosched()
 		}
+	}
+}
+
+// TestFuzzFindingPauseAfterStopLeavesTheBacklogToRun proves that [crew.Pool.Pause] on a
+// stopped pool does not strand its queued tasks: StopAndWait returns after running them.
+func TestFuzzFindingPauseAfterStopLeavesTheBacklogToRun(t *testing.T) {
+	p := crew.New(1)
+	release := make(chan struct{})
+	if err := p.Submit(func() { <-release }); err != nil {
+		t.Fatal(err)
+	}
+	var ran atomic.Bool
+	if err := p.Submit(func() { ran.Store(true) }); err != nil {
+		t.Fatal(err)
+	}
+	p.Stop()
+	p.Pause()
+	close(release)
+	awaitReturn(t, "StopAndWait after Stop and Pause", goRun(p.StopAndWait))
+	if !ran.Load() || p.Stats().Paused {
+		t.Fatalf("after StopAndWait: queued task ran %v, Stats %+v", ran.Load(), p.Stats())
 	}
 }

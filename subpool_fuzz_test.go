@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -12,12 +14,18 @@ import (
 	"github.com/crewgo/crew"
 )
 
-// FuzzSubPoolOperations' operations are FuzzPoolOperations' own and these: opNewSub adds a
-// sub-pool, if fewer than two exist; opStopRace stops the parent from two goroutines while a
-// third stops the pool the byte names, or ends the parent's WithContext context if it has one.
+// FuzzSubPoolOperations' operations are FuzzPoolOperations' first ones, up to opGroup, and
+// these: opNewSub adds a sub-pool, if fewer than two exist; opStopRace stops the parent from
+// two goroutines while a third stops the pool the byte names, or ends the parent's
+// WithContext context if it has one; opSubPause, opSubResume, opSubStopNow and opSubRate
+// pause, resume, stop now or rate limit the pool the byte names.
 const (
-	opNewSub = fuzzOps + iota
+	opNewSub = opGroup + 1 + iota
 	opStopRace
+	opSubPause
+	opSubResume
+	opSubStopNow
+	opSubRate // x%4: no limit, or limits fast enough to keep an input short
 	subFuzzOps
 )
 
@@ -29,12 +37,18 @@ type subFuzzPool struct {
 	stopped  bool        // Stop was called on it or on the parent
 	accepted uint64      // tasks its submits accepted
 	prev     crew.Stats
+	paused   atomic.Bool // set once Pause has returned, cleared before what resumes
+	stopNow  bool        // StopNow was called on it or on the parent
 }
 
 // subFuzzTask is what FuzzSubPoolOperations knows of one task it submitted.
 type subFuzzTask struct {
 	pool       int // index into the pools
 	accepted   bool
+	returned   bool    // StopNow took it out
+	group      bool    // a Group function: StopNow fails it rather than returning it
+	id         uintptr // funcID of its func
+	early      atomic.Bool
 	panics     bool
 	runs       atomic.Int32
 	finished   atomic.Bool
@@ -65,7 +79,13 @@ func FuzzSubPoolOperations(f *testing.F) {
 	// later byte is an operation (b%subFuzzOps) on a pool (arg%3: parent, sub-pool 1, 2),
 	// where arg is b/subFuzzOps; arg/3 holds the task at the gate (odd) or is the new
 	// limit (1+arg/3%6).
-	op := func(op, pool, x int) byte { return byte(op + subFuzzOps*(pool+3*x)) }
+	op := func(op, pool, x int) byte {
+		b := op + subFuzzOps*(pool+3*x)
+		if b > 255 {
+			panic(fmt.Sprintf("seed op(%d, %d, %d) does not fit a byte", op, pool, x))
+		}
+		return byte(b)
+	}
 	f.Add([]byte{0, 0})                                                                  // one worker, no sub-pool
 	f.Add([]byte{0, 1 + 3*5, op(opSubmit, 1, 1), op(opSubmit, 1, 1), op(opSubmit, 1, 0), // sub-pool limit 6 above the parent's 1
 		op(opSubmit, 0, 1), op(opTrySubmit, 1, 0), op(opStats, 0, 0), op(opWait, 1, 0), op(opStats, 0, 0)})
@@ -81,13 +101,13 @@ func FuzzSubPoolOperations(f *testing.F) {
 	f.Add([]byte{0x04 + 1, 1 + 3*4, op(opSubmit, 0, 1), op(opSubmit, 0, 1), op(opSubmit, 1, 1), // bounded parent, blocked Submit
 		op(opSubmit, 1, 1), op(opSubmit, 0, 1), op(opSubmit, 0, 0), op(opSubmitTimeout, 0, 0), op(opStats, 0, 0)})
 	f.Add([]byte{0x18 + 2, 1 + 3*1, op(opSubmit, 0, 1), op(opSubmit, 0, 1), op(opSubmit, 0, 1), // non-blocking bounded parent
-		op(opSubmit, 0, 1), op(opSubmit, 0, 1), op(opSubmit, 1, 1), op(opTrySubmit, 0, 0), op(opResize, 1, 5),
-		op(opSubmitTimeout, 0, 0), op(opStats, 0, 0), op(opResize, 0, 5), op(opStats, 1, 0), op(opWait, 0, 0)})
-	f.Add([]byte{2, 0, op(opNewSub, 0, 5), op(opNewSub, 0, 0), op(opSubmitPanic, 1, 0), op(opSubmitPanic, 2, 0), // panics, nil, canceled
+		op(opSubmit, 0, 1), op(opSubmit, 0, 1), op(opSubmit, 1, 1), op(opTrySubmit, 0, 0), op(opResize, 1, 4),
+		op(opSubmitTimeout, 0, 0), op(opStats, 0, 0), op(opResize, 0, 4), op(opStats, 1, 0), op(opWait, 0, 0)})
+	f.Add([]byte{2, 0, op(opNewSub, 0, 4), op(opNewSub, 0, 0), op(opSubmitPanic, 1, 0), op(opSubmitPanic, 2, 0), // panics, nil, canceled
 		op(opSubmitNil, 1, 0), op(opSubmitCanceled, 2, 0), op(opSubmit, 1, 1), op(opResize, 1, 0), op(opStop, 2, 0),
-		op(opResize, 2, 4), op(opWait, 2, 0), op(opSubmitPanic, 0, 0), op(opStats, 0, 0)})
+		op(opResize, 2, 3), op(opWait, 2, 0), op(opSubmitPanic, 0, 0), op(opStats, 0, 0)})
 	f.Add([]byte{0x23, 2 + 3*5 + 18*5, op(opSubmit, 1, 1), op(opSubmit, 1, 1), op(opSubmit, 2, 1), op(opSubmit, 2, 1), // grow the parent, sub-pools big
-		op(opResize, 0, 5), op(opSubmit, 1, 1), op(opSubmit, 2, 1), op(opStats, 0, 0), op(opResize, 1, 0), op(opResize, 0, 1)})
+		op(opResize, 0, 4), op(opSubmit, 1, 1), op(opSubmit, 2, 1), op(opStats, 0, 0), op(opResize, 1, 0), op(opResize, 0, 1)})
 	f.Add([]byte{3, 2, op(opSubmit, 1, 1), op(opSubmit, 1, 1), op(opSubmit, 2, 1), op(opSubmit, 2, 1), // sub-pools at their own limits, below the parent's
 		op(opSubmit, 1, 1), op(opStats, 0, 0), op(opWait, 1, 0), op(opWait, 2, 0)})
 	f.Add([]byte{0x41, 2 + 3*2 + 18*3, op(opSubmit, 1, 1), op(opSubmit, 2, 1), op(opSubmit, 0, 1), // Stops racing the context's end
@@ -97,6 +117,23 @@ func FuzzSubPoolOperations(f *testing.F) {
 		op(opSubmitPanicNil, 0, 0), op(opSubmitGoexit, 0, 0), op(opStats, 0, 0), op(opWait, 0, 0), op(opStats, 1, 0)})
 	f.Add([]byte{1, 2 + 3*2 + 18*2, op(opGroup, 1, 1), op(opGroup, 2, 2), op(opGroup, 0, 1), op(opStats, 0, 0), // groups: Go with Wait, after Wait, after Stop
 		op(opWait, 1, 0), op(opGroup, 1, 0), op(opStop, 1, 0), op(opGroup, 1, 1), op(opWait, 0, 0)})
+	// Pause of a sub-pool and of the parent, Resume, Wait on paused pools, Stop resumes.
+	f.Add([]byte{1, 2 + 3*2 + 18*2, op(opSubmit, 1, 1), op(opSubPause, 1, 0), op(opSubmit, 1, 1), op(opSubmit, 2, 1),
+		op(opSubPause, 0, 0), op(opSubmit, 2, 0), op(opSubmit, 0, 0), op(opStats, 0, 0), op(opSubResume, 0, 0),
+		op(opStats, 1, 0), op(opWait, 1, 0), op(opSubResume, 1, 0), op(opWait, 0, 0)})
+	f.Add([]byte{0x21, 2 + 3*1 + 18*3, op(opSubPause, 2, 0), op(opSubmit, 2, 0), op(opSubmit, 2, 1), op(opSubPause, 0, 0),
+		op(opSubmit, 1, 0), op(opStop, 0, 0), op(opStats, 0, 0)}) // the parent's Stop with paused sub-pools
+	f.Add([]byte{2, 1 + 3*3, op(opSubPause, 1, 0), op(opSubmit, 1, 0), op(opSubmit, 1, 1), op(opStop, 1, 0), op(opWait, 1, 0)})
+	// StopNow of a sub-pool, of a paused parent with queued sub-pool tasks, after Stop.
+	f.Add([]byte{0, 2 + 3*2 + 18*2, op(opSubmit, 0, 1), op(opSubmit, 1, 1), op(opSubmit, 1, 0), op(opSubmit, 2, 0),
+		op(opSubStopNow, 1, 0), op(opSubmit, 1, 0), op(opSubmit, 2, 0), op(opStats, 0, 0), op(opWait, 0, 0)})
+	f.Add([]byte{1, 2 + 3*1 + 18*1, op(opSubmit, 1, 1), op(opSubPause, 0, 0), op(opSubmitPanic, 1, 0), op(opSubmit, 2, 1),
+		op(opSubmit, 0, 0), op(opGroup, 2, 1), op(opSubStopNow, 0, 0), op(opSubStopNow, 0, 0), op(opWait, 0, 0)})
+	f.Add([]byte{0x20, 1 + 3*2, op(opSubmit, 1, 1), op(opSubmit, 1, 1), op(opSubmit, 1, 0), op(opStop, 0, 0),
+		op(opSubStopNow, 1, 0), op(opStats, 1, 0)})
+	// Rate limits on the parent and a sub-pool.
+	f.Add([]byte{3, 2 + 3*2 + 18*3, op(opSubRate, 0, 2), op(opSubRate, 1, 1), op(opSubmit, 1, 0), op(opSubmit, 1, 0),
+		op(opSubmit, 2, 0), op(opSubmit, 0, 0), op(opStats, 0, 0), op(opSubRate, 0, 0), op(opWait, 0, 0)})
 	f.Fuzz(func(t *testing.T, in []byte) {
 		if len(in) < 2 {
 			return
@@ -169,9 +206,13 @@ func FuzzSubPoolOperations(f *testing.F) {
 			tasks = append(tasks, rec)
 			g := gate
 			own := pools[pool].gauge
-			return rec, func() {
+			ownPool := pools[pool]
+			fn := func() {
 				defer rec.finished.Store(true)
 				rec.runs.Add(1)
+				if ownPool.paused.Load() || parent.paused.Load() {
+					rec.early.Store(true)
+				}
 				parent.gauge.enter()
 				defer parent.gauge.leave()
 				if pool > 0 {
@@ -186,6 +227,15 @@ func FuzzSubPoolOperations(f *testing.F) {
 					}
 				}
 				end.end()
+			}
+			rec.id = funcID(fn)
+			return rec, fn
+		}
+		// resumeAll resumes every pool, so that what waits for queued tasks returns.
+		resumeAll := func() {
+			for _, fp := range pools {
+				fp.paused.Store(false)
+				fp.p.Resume()
 			}
 		}
 		// The groups of opGroup, one per pool, and the Wait calls on them not yet checked.
@@ -237,6 +287,7 @@ func FuzzSubPoolOperations(f *testing.F) {
 				}
 				if !released && crew.BlockedSubmitters(parent.p) > 0 {
 					release()
+					resumeAll()
 					released = true
 				}
 				if time.Now().After(deadline) {
@@ -309,10 +360,11 @@ func FuzzSubPoolOperations(f *testing.F) {
 		waitOn := func(step, i int) {
 			t.Helper()
 			release()
+			resumeAll() // Wait waits for paused work: a paused pool's Wait would not return
 			awaitReturn(t, fmt.Sprintf("step %d: Wait on pool %d", step, i), goRun(pools[i].p.Wait))
 			waited(step)
 			for j, rec := range tasks {
-				if rec.pool == i && rec.accepted && !rec.finished.Load() {
+				if rec.pool == i && rec.accepted && !rec.returned && !rec.finished.Load() {
 					t.Fatalf("step %d: Wait on pool %d returned before task %d (step %d) finished", step, i, j, rec.submitStep)
 				}
 			}
@@ -371,6 +423,12 @@ func FuzzSubPoolOperations(f *testing.F) {
 			case opWait:
 				waitOn(step, i)
 			case opStop:
+				if i == 0 {
+					for _, q := range pools {
+						q.paused.Store(false)
+					}
+				}
+				fp.paused.Store(false)
 				fp.p.Stop()
 				fp.stopped = true
 				if i == 0 {
@@ -427,6 +485,7 @@ func FuzzSubPoolOperations(f *testing.F) {
 				}
 				for range 1 + x%3 {
 					rec, task := newTask(step, i, x%2 == 1, endReturn)
+					rec.group = true
 					fg.g.Go(func(context.Context) error { task(); return nil })
 					if fp.stopped {
 						fg.stopped = true
@@ -434,6 +493,51 @@ func FuzzSubPoolOperations(f *testing.F) {
 					}
 					rec.accepted = true
 					fp.accepted++
+				}
+			case opSubPause:
+				fp.p.Pause()
+				fp.paused.Store(true)
+			case opSubResume:
+				fp.paused.Store(false)
+				fp.p.Resume()
+			case opSubRate:
+				rates := []struct {
+					perSecond float64
+					burst     int
+				}{{math.Inf(1), 1}, {1e9, 1}, {2e4, 2}, {1e6, 8}}
+				r := rates[x%len(rates)]
+				fp.p.SetRateLimit(r.perSecond, r.burst)
+			case opSubStopNow:
+				// StopNow takes out what has not started, of fp and its sub-pools; each was
+				// accepted, has not run and never will.
+				got := fp.p.StopNow()
+				for _, f := range got {
+					id := funcID(f)
+					j := slices.IndexFunc(tasks, func(rec *subFuzzTask) bool { return rec.id == id })
+					switch {
+					case j < 0:
+						t.Fatalf("step %d: StopNow of pool %d returned a function that is no task", step, i)
+					case !tasks[j].accepted || tasks[j].returned || tasks[j].runs.Load() != 0:
+						t.Fatalf("step %d: StopNow of pool %d returned task %d (step %d): accepted %v, returned before %v, runs %d",
+							step, i, j, tasks[j].submitStep, tasks[j].accepted, tasks[j].returned, tasks[j].runs.Load())
+					case i > 0 && tasks[j].pool != i:
+						t.Fatalf("step %d: StopNow of sub-pool %d returned a task of pool %d", step, i, tasks[j].pool)
+					}
+					tasks[j].returned = true
+				}
+				fp.paused.Store(false)
+				fp.stopped, fp.stopNow = true, true
+				if fg := groups[i]; fg != nil {
+					fg.stopped = true // a Go function taken out fails with ErrStopped
+				}
+				if i == 0 {
+					for j, sub := range pools[1:] {
+						sub.stopped, sub.stopNow = true, true
+						sub.paused.Store(false)
+						if fg := groups[j+1]; fg != nil {
+							fg.stopped = true
+						}
+					}
 				}
 			case opStopRace:
 				// After each Stop returns, the pools it stops refuse tasks; so do all once the
@@ -472,6 +576,9 @@ func FuzzSubPoolOperations(f *testing.F) {
 			}
 		}
 		release()
+		for _, fp := range pools {
+			fp.paused.Store(false) // the parent's StopAndWait resumes every pool below it
+		}
 		awaitReturn(t, "the parent's StopAndWait", goRun(parent.p.StopAndWait))
 		waited(len(in))
 		finished = true
@@ -490,13 +597,22 @@ func FuzzSubPoolOperations(f *testing.F) {
 		var panics uint64
 		for j, rec := range tasks {
 			n := rec.runs.Load()
-			if rec.accepted && n != 1 {
+			if rec.group && pools[rec.pool].stopNow && n == 0 {
+				continue // StopNow took it out and failed it
+			}
+			if rec.accepted && !rec.returned && n != 1 {
 				t.Fatalf("accepted task %d (step %d, pool %d) ran %d times, want once", j, rec.submitStep, rec.pool, n)
+			}
+			if rec.returned && n != 0 {
+				t.Fatalf("task %d (step %d, pool %d) that StopNow returned ran %d times", j, rec.submitStep, rec.pool, n)
+			}
+			if rec.early.Load() {
+				t.Fatalf("task %d (step %d, pool %d) started while its pool or the parent was paused", j, rec.submitStep, rec.pool)
 			}
 			if !rec.accepted && n != 0 {
 				t.Fatalf("refused task %d (step %d, pool %d) ran %d times, want never", j, rec.submitStep, rec.pool, n)
 			}
-			if rec.accepted && rec.panics {
+			if rec.accepted && !rec.returned && rec.panics {
 				panics++
 			}
 		}
@@ -509,7 +625,10 @@ func FuzzSubPoolOperations(f *testing.F) {
 				t.Fatalf("%d tasks above sub-pool %d's limit ran at once", h, i)
 			}
 			s := fp.p.Stats()
-			checkFinalStats(t, fmt.Sprint("pool ", i), s)
+			if removed := crew.Removed(fp.p); s.Completed+s.Panicked+s.Discarded+removed != s.Accepted ||
+				s.Running != 0 || s.Idle != 0 || s.Waiting != 0 || s.Paused {
+				t.Fatalf("pool %d: stats after StopAndWait (%d taken out) do not add up: %+v", i, removed, s)
+			}
 			if s.Accepted < fp.accepted || i > 0 && s.Accepted != fp.accepted {
 				t.Fatalf("pool %d: Accepted %d, its submits accepted %d", i, s.Accepted, fp.accepted)
 			}
