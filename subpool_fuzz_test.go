@@ -542,6 +542,9 @@ func FuzzSubPoolOperations(f *testing.F) {
 			case opStopRace:
 				// After each Stop returns, the pools it stops refuse tasks; so do all once the
 				// parent's context has ended.
+				for _, q := range pools {
+					q.paused.Store(false) // each of these resumes what it stops
+				}
 				together(3, 1, func(c, _ int) {
 					switch {
 					case c == 0 && withContext:
@@ -565,6 +568,9 @@ func FuzzSubPoolOperations(f *testing.F) {
 		}
 
 		if endWithStop {
+			for _, fp := range pools {
+				fp.paused.Store(false)
+			}
 			parent.p.Stop()
 			for i, fp := range pools {
 				fp.stopped = true
