@@ -499,7 +499,7 @@ func FuzzSubPoolOperations(f *testing.F) {
 				}
 			case opSubPause:
 				fp.p.Pause()
-				fp.paused.Store(true)
+				fp.paused.Store(!fp.stopped) // a stopped pool still runs its backlog
 			case opSubResume:
 				fp.paused.Store(false)
 				fp.p.Resume()
