@@ -499,7 +499,25 @@ func FuzzSubPoolOperations(f *testing.F) {
 				}
 			case opSubPause:
 				fp.p.Pause()
-				fp.paused.Store(!fp.stopped) // a stopped pool still runs its backlog
+				if fp.stopped {
+					break // a stopped pool still runs its backlog
+				}
+				// A task the engine started before Pause returned may run its first line
+				// after: hold the check until every task the pool counts as running has
+				// shown itself (a shape that does not settle in 50 ms goes unchecked).
+				for deadline := time.Now().Add(50 * time.Millisecond); time.Now().Before(deadline); {
+					before, shown := fp.p.Stats().Running, 0
+					for _, rec := range tasks {
+						if (i == 0 || rec.pool == i) && rec.runs.Load() == 1 && !rec.finished.Load() {
+							shown++
+						}
+					}
+					if after := fp.p.Stats().Running; before == shown && after == shown {
+						fp.paused.Store(true)
+						break
+					}
+					time.Sleep(20 * time.Microsecond)
+				}
 			case opSubResume:
 				fp.paused.Store(false)
 				fp.p.Resume()
