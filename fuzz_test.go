@@ -144,10 +144,6 @@ type fuzzTask struct {
 	early   atomic.Bool // it started while the pool was known to be paused
 }
 
-// fuzzWeightedCallerRuns lets FuzzPoolOperations run weighted tasks on their submitter
-// under CallerRuns, which breaks the limit (TestFuzzFindingWeightedCallerRunsKeepsTheLimit).
-const fuzzWeightedCallerRuns = false
-
 // funcID tells the func values a discard handler or StopNow hands back apart: the closure
 // each fuzzed task is made of is allocated once, so its address names it.
 func funcID(f func()) uintptr { return *(*uintptr)(unsafe.Pointer(&f)) }
@@ -520,9 +516,6 @@ func FuzzPoolOperations(f *testing.F) {
 				return // a Submit that would block is the stress suite's business
 			}
 			inline := !m.stopped && fate == "full" && m.policy == crew.CallerRuns
-			if inline && w > 1 && !fuzzWeightedCallerRuns {
-				return // TestFuzzFindingWeightedCallerRunsKeepsTheLimit
-			}
 			if inline && end == endGoexit {
 				end = endReturn // Goexit on the caller would end the fuzzer's goroutine
 			}
@@ -911,12 +904,10 @@ func TestFuzzFindingDiscardOldestStartsATaskThatNowFits(t *testing.T) {
 }
 
 // TestFuzzFindingWeightedCallerRunsKeepsTheLimit proves that a weighted task that
-// [crew.CallerRuns] runs on its submitter leaves the limit as it was: it holds no slots, so it
-// must give none back when it returns.
+// [crew.CallerRuns] runs on its submitter leaves the limit as it was: it holds its slots
+// beyond the first while it runs and gives back just those, so no heavier task starts
+// beside it than the limit allows.
 func TestFuzzFindingWeightedCallerRunsKeepsTheLimit(t *testing.T) {
-	if !fuzzWeightedCallerRuns {
-		t.Skip("a weighted task run by CallerRuns gives back slots it never held")
-	}
 	p := crew.New(3, crew.WithQueueSize(1), crew.WithOverflow(crew.CallerRuns))
 	release := make(chan struct{})
 	defer func() { close(release); p.StopAndWait() }()

@@ -119,6 +119,13 @@ func (e *Engine[T]) dropOldest(arg T) (old T, since int64, ok bool) {
 // counted. A panic goes to the panic handler, on the caller; a runtime.Goexit counts it as
 // completed and goes on ending the caller's goroutine.
 func (e *Engine[T]) runInline(arg T) {
+	// A weighted task gives back the slots beyond its first when it returns (Unhold), so it
+	// takes them here too, though its first slot is the caller's: without them the count of
+	// held slots would go below zero and let heavier tasks start than the limit allows
+	// (TestFuzzFindingWeightedCallerRunsKeepsTheLimit).
+	e.lock()
+	e.hold(arg)
+	e.mu.Unlock()
 	panicked := false
 	defer func() {
 		e.lock()
