@@ -6,7 +6,6 @@ import (
 	"math"
 
 	"github.com/crewgo/crew"
-	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 )
 
@@ -37,16 +36,7 @@ func Hooks(meter metric.Meter, name string, opts ...Option) (crew.Hooks, error) 
 	if meter == nil {
 		panic("crewotel: Hooks: meter must not be nil")
 	}
-	var cfg config
-	for _, o := range opts {
-		o(&cfg)
-	}
-	for _, kv := range cfg.attrs {
-		if kv.Key == "pool" {
-			panic(`crewotel: Hooks: WithAttributes must not set the "pool" attribute`)
-		}
-	}
-	attrs := attribute.NewSet(append([]attribute.KeyValue{attribute.String("pool", name)}, cfg.attrs...)...)
+	attrs := poolAttributes("Hooks", name, opts)
 	hist := func(name, desc string) (metric.Float64Histogram, error) {
 		return meter.Float64Histogram(name, metric.WithUnit("s"), metric.WithDescription(desc),
 			metric.WithExplicitBucketBoundaries(durationBuckets...))

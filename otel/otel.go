@@ -99,16 +99,7 @@ func Observe(meter metric.Meter, name string, src StatsSource, opts ...Option) (
 	if meter == nil {
 		panic("crewotel: Observe: meter must not be nil")
 	}
-	var cfg config
-	for _, o := range opts {
-		o(&cfg)
-	}
-	for _, kv := range cfg.attrs {
-		if kv.Key == "pool" {
-			panic(`crewotel: Observe: WithAttributes must not set the "pool" attribute`)
-		}
-	}
-	attrs := attribute.NewSet(append([]attribute.KeyValue{attribute.String("pool", name)}, cfg.attrs...)...)
+	attrs := poolAttributes("Observe", name, opts)
 
 	var errs []error
 	upDown := func(name, unit, desc string) metric.Int64ObservableUpDownCounter {
@@ -164,4 +155,19 @@ func counterValue(n uint64) int64 {
 		return 1<<63 - 1
 	}
 	return int64(n)
+}
+
+// poolAttributes applies opts and returns the attribute set of the pool named name. It panics,
+// naming call, if the options set the "pool" attribute themselves.
+func poolAttributes(call, name string, opts []Option) attribute.Set {
+	var cfg config
+	for _, o := range opts {
+		o(&cfg)
+	}
+	for _, kv := range cfg.attrs {
+		if kv.Key == "pool" {
+			panic("crewotel: " + call + `: WithAttributes must not set the "pool" attribute`)
+		}
+	}
+	return attribute.NewSet(append([]attribute.KeyValue{attribute.String("pool", name)}, cfg.attrs...)...)
 }
