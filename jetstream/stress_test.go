@@ -159,7 +159,11 @@ func TestStressServerRestartLosesNoMessage(t *testing.T) {
 			l.seen[i].Add(1)
 			l.done[i].Add(1)
 			return nil
-		}, crewjs.WithPullExpiry(500*time.Millisecond)))
+		}, crewjs.WithPullExpiry(500*time.Millisecond),
+			// An acknowledgement sent while the server was down waits for its reply until
+			// its own timeout, longer than the 2 s ack wait that is the default shutdown
+			// timeout: the stops at the end must not give up on it.
+			crewjs.WithShutdownTimeout(30*time.Second)))
 	}
 	handled := func() (sum int64) {
 		for _, pr := range procs {
