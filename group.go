@@ -83,14 +83,14 @@ func (g *Group) init(p *Pool, ctx context.Context) context.Context {
 // queue, or a sub-pool ([Pool.Sub]), whose queue is unbounded unless it is given a bound.
 //
 // Go after Wait has returned still runs fn, with the canceled context; a later Wait waits for
-// it. Go allocates one small task per call.
+// it. Go allocates one task of two words per call (three in a group made by GroupAll).
 func (g *Group) Go(fn func(ctx context.Context) error) {
 	seq := g.number()
 	if fn == nil {
 		g.fail(seq, ErrNilTask)
 		return
 	}
-	g.submit(&groupTask{g: g, fn: fn, seq: seq}, seq)
+	g.submit(g.task(fn, seq), seq)
 }
 
 // TryGo runs fn as [Group.Go] does if the group's pool accepts it without blocking, and
@@ -104,7 +104,7 @@ func (g *Group) TryGo(fn func(ctx context.Context) error) bool {
 		return false
 	}
 	g.running.Add(1)
-	if g.p.core.submit(&groupTask{g: g, fn: fn, seq: g.number()}, false) != nil {
+	if g.p.core.submit(g.task(fn, g.number()), false) != nil {
 		g.done()
 		return false
 	}
@@ -248,15 +248,33 @@ func (g *Group) guard(seq uint64, fn func(context.Context) error) {
 	}
 }
 
+// task returns the task that runs fn, of the Go call numbered seq. Only a GroupAll group
+// numbers its calls, so only its tasks carry the number: a group's task stays 16 bytes.
+func (g *Group) task(fn func(context.Context) error, seq uint64) task {
+	if !g.all {
+		return &groupTask{g: g, fn: fn}
+	}
+	return &numberedTask{groupTask{g: g, fn: fn}, seq}
+}
+
 type groupTask struct {
-	g   *Group
-	fn  func(context.Context) error
+	g  *Group
+	fn func(context.Context) error
+}
+
+func (t *groupTask) run() { t.g.guard(0, t.fn) }
+
+func (t *groupTask) abort(err error) bool { return t.g.abort(0, err) }
+
+// numberedTask is a GroupAll group's task: see Group.task.
+type numberedTask struct {
+	groupTask
 	seq uint64
 }
 
-func (t *groupTask) run() { t.g.guard(t.seq, t.fn) }
+func (t *numberedTask) run() { t.g.guard(t.seq, t.fn) }
 
-func (t *groupTask) abort(err error) bool { return t.g.abort(t.seq, err) }
+func (t *numberedTask) abort(err error) bool { return t.g.abort(t.seq, err) }
 
 // abort counts a function of the group that will never run as done, with err as its error.
 func (g *Group) abort(seq uint64, err error) bool {

@@ -298,6 +298,36 @@ func TestGroupGoAllocatesOneTask(t *testing.T) {
 	}
 }
 
+func TestGroupGoAllocatesATaskOfTwoWords(t *testing.T) {
+	skipMemoryUnderRace(t)
+	p := crew.New(2)
+	defer p.StopAndWait()
+	fn := func(context.Context) error { return nil }
+	for _, c := range []struct {
+		name  string
+		group func(context.Context) (*crew.Group, context.Context)
+		words uint64
+	}{{"Group", p.Group, 2}, {"GroupAll", p.GroupAll, 3}} {
+		bytes := func(n int) uint64 {
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			g, _ := c.group(context.Background())
+			for range n {
+				g.Go(fn)
+			}
+			g.Wait()
+			runtime.ReadMemStats(&after)
+			return after.TotalAlloc - before.TotalAlloc
+		}
+		const n = 10000
+		bytes(n) // warm up: the workers and the queue's segments exist
+		perGo := float64(bytes(n)-bytes(0)) / n
+		if want := float64(c.words * 8); perGo > want+0.5 {
+			t.Errorf("%s: Go allocates %.2f bytes per call, want %.0f", c.name, perGo, want)
+		}
+	}
+}
+
 func TestGoOnFullNonBlockingQueueReportsErrQueueFull(t *testing.T) {
 	t.Parallel()
 	for _, c := range goCalls {
