@@ -11,7 +11,9 @@ func (e *Engine[T]) Submit(arg T, wait bool, done <-chan struct{}) Result {
 		at = e.clock()
 	}
 	e.lock()
-	e.at = at
+	if e.timed {
+		e.at = at
+	}
 	if e.stopped {
 		e.mu.Unlock()
 		return Stopped
@@ -49,7 +51,9 @@ func (e *Engine[T]) Forward(arg T) {
 		at = e.clock()
 	}
 	e.lock()
-	e.at = at
+	if e.timed {
+		e.at = at
+	}
 	s, _ := e.route(arg, false)
 	e.mu.Unlock()
 	e.launch(s)

@@ -9,7 +9,9 @@ func (e *Engine[T]) Admit(arg T) Result {
 		at = e.clock()
 	}
 	e.lock()
-	e.at = at
+	if e.timed {
+		e.at = at
+	}
 	if e.stopped {
 		e.mu.Unlock()
 		return Stopped

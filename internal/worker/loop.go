@@ -177,7 +177,25 @@ func (e *Engine[T]) next(w *worker[T], panicked bool) (T, bool) {
 
 // take gives a worker that has finished a task the oldest queued one, if it may start,
 // unless more workers are alive than the limit allows. Callers hold e.mu.
+//
+// Every worker takes the lock here once per task, and the submitter waits for it: so the
+// plain case, with no gate, weight or level in use, is written out. There, mayStart is the
+// limit alone, and the oldest task is the one Pop returns, so no Peek is needed.
 func (e *Engine[T]) take() (T, bool) {
+	if e.sched|e.gated != 0 || e.queue.lv != nil {
+		return e.takeGuarded()
+	}
+	if e.workers > e.max || e.running >= e.max || e.queue.Queue.Len() == 0 {
+		var zero T
+		return zero, false
+	}
+	arg, _ := e.dequeue()
+	e.running++
+	return arg, true
+}
+
+// takeGuarded is take while something besides the limit may hold the oldest task back.
+func (e *Engine[T]) takeGuarded() (T, bool) {
 	var zero T
 	if e.workers > e.max {
 		return zero, false

@@ -65,6 +65,23 @@ func (e *Engine[T]) subWorker(since int64) *worker[T] {
 	return &worker[T]{observed: observed{since: since, subWorker: true}}
 }
 
+// timedSpawn returns, when the engine observes tasks, the worker a spawn starts, carrying
+// the submit time of its first task (e.handing); nil otherwise, and launch makes the worker.
+// A sub-pool's spawn hands the time to Config.Start and drops the worker. Callers hold e.mu.
+func (e *Engine[T]) timedSpawn() *worker[T] {
+	if !e.timed {
+		return nil
+	}
+	var w *worker[T]
+	if e.cfg.Start != nil {
+		w = &worker[T]{}
+	} else {
+		w = e.newWorker()
+	}
+	w.since = e.handing
+	return w
+}
+
 // clock returns the current time as a stamp. Callers hold e.mu or are on a worker.
 func (e *Engine[T]) clock() int64 { return int64(e.cfg.Now().Sub(e.epoch)) }
 

@@ -1,13 +1,18 @@
 package worker
 
 // launch is a start decided under the lock and carried out after it is released: wake the
-// parked worker w, which has been given its task, or start a new worker with arg. The zero
-// launch starts nothing.
+// parked worker w, which has been given its task, or, with spawn set, start a new worker with
+// arg. The zero launch starts nothing.
+//
+// A spawn's w is nil unless the engine observes tasks: it is then the new worker, made under
+// the lock to carry the task's submit time (see observe.go). The submit time is not a field
+// of launch itself: route returns a launch on every submit, and with a fifth word the struct
+// no longer moved through registers as cheaply; BenchmarkSubmit/workers=8 took 30% longer
+// (measurements.md, "launch").
 type launch[T any] struct {
 	w     *worker[T]
 	spawn bool
 	arg   T
-	since int64 // when arg was submitted, with an Observer: see observe.go
 }
 
 func (s launch[T]) starts() bool { return s.w != nil || s.spawn }
@@ -77,7 +82,11 @@ func (e *Engine[T]) route(arg T, bounded bool) (s launch[T], ok bool) {
 			return s, false
 		}
 	}
-	e.queue.Push(arg)
+	if e.queue.lv == nil {
+		e.queue.Queue.Push(arg) // the plain queue without levelQueue's call: see priority.go
+	} else {
+		e.queue.Push(arg)
+	}
 	if e.timed {
 		e.stamps.Push(e.at)
 	}
@@ -91,7 +100,10 @@ func (e *Engine[T]) route(arg T, bounded bool) (s launch[T], ok bool) {
 // done with its own. Callers hold e.mu.
 func (e *Engine[T]) handOut(arg T) (launch[T], bool) {
 	if w := e.popIdle(); w != nil {
-		w.arg, w.since = arg, e.handing
+		w.arg = arg
+		if e.timed {
+			w.since = e.handing
+		}
 		e.waking++
 		e.running++
 		e.hold(arg)
@@ -103,7 +115,7 @@ func (e *Engine[T]) handOut(arg T) (launch[T], bool) {
 		e.waking++
 		e.running++
 		e.hold(arg)
-		return launch[T]{spawn: true, arg: arg, since: e.handing}, true
+		return launch[T]{spawn: true, arg: arg, w: e.timedSpawn()}, true
 	}
 	return launch[T]{}, false
 }
@@ -176,20 +188,34 @@ func (e *Engine[T]) begin(w *worker[T], arg T) bool {
 	return true
 }
 
-// launch carries out a start decided under the lock, once the lock is released.
+// launch carries out a start decided under the lock, once the lock is released. Most submits
+// start nothing (the task waits in the queue for a running worker), so launch is small
+// enough to be inlined and costs them one test.
 func (e *Engine[T]) launch(s launch[T]) {
-	switch {
-	case s.w != nil:
-		s.w.wake <- struct{}{} // buffered, never blocks: a parked worker's wake is empty
-	case s.spawn:
-		if e.cfg.Start != nil {
-			e.cfg.Start(s.arg, s.since)
-			return
-		}
-		w := e.newWorker()
-		w.since = s.since
-		go e.serve(w, s.arg)
+	if s.starts() {
+		e.start(s)
 	}
+}
+
+// start carries out a launch that starts something.
+func (e *Engine[T]) start(s launch[T]) {
+	if !s.spawn {
+		s.w.wake <- struct{}{} // buffered, never blocks: a parked worker's wake is empty
+		return
+	}
+	if e.cfg.Start != nil {
+		var since int64
+		if s.w != nil {
+			since = s.w.since
+		}
+		e.cfg.Start(s.arg, since)
+		return
+	}
+	w := s.w
+	if w == nil {
+		w = e.newWorker()
+	}
+	go e.serve(w, s.arg)
 }
 
 // launchAll carries out the starts dispatch decided.

@@ -96,8 +96,12 @@ func putWaiter[T any](w *waiter[T], bubbled bool) {
 
 // dequeue pops the next task and, if a submitter is blocked on the full queue, moves its task
 // into the room just made. Callers hold e.mu.
-func (e *Engine[T]) dequeue() (T, bool) {
-	arg, ok := e.queue.Pop()
+func (e *Engine[T]) dequeue() (arg T, ok bool) {
+	if e.queue.lv == nil {
+		arg, ok = e.queue.Queue.Pop() // the plain queue without levelQueue's call: see priority.go
+	} else {
+		arg, ok = e.queue.Pop()
+	}
 	if ok {
 		if e.timed {
 			e.handing, _ = e.stamps.Pop()
