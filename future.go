@@ -20,8 +20,11 @@ type Future[R any] struct {
 	wg   sync.WaitGroup // Wait blocks on it without allocating
 	mu   sync.Mutex
 	done bool
-	ch   chan struct{}       // made on demand by Done
-	outs []chan<- *Future[R] // ranges over Completed waiting for it, each sent f once
+	ch   chan struct{} // made on demand by Done
+	// outs are the channels of the ranges over Completed waiting for f, each sent f once.
+	// Made on demand, as ch is, so a Future holds one word for them and Go's one allocation
+	// stays in the 80-byte size class (TestGoAllocatesEightyBytes).
+	outs *[]chan<- *Future[R]
 }
 
 // closed is the channel Done returns for a future that finished before anyone asked for one.
@@ -101,8 +104,10 @@ func (f *Future[R]) finish(v R, err error) {
 	f.mu.Unlock()
 	// The ranges over Completed hear first: whoever learns from Wait or Done that f is done,
 	// and then completes another future, completes it after f in their order.
-	for _, out := range outs {
-		out <- f // never blocks: each range's channel has room for all its futures
+	if outs != nil {
+		for _, out := range *outs {
+			out <- f // never blocks: each range's channel has room for all its futures
+		}
 	}
 	f.wg.Done()
 	if ch != nil {
@@ -158,7 +163,10 @@ func Completed[R any](fs ...*Future[R]) iter.Seq[*Future[R]] {
 func (f *Future[R]) notify(out chan<- *Future[R]) {
 	f.mu.Lock()
 	if !f.done {
-		f.outs = append(f.outs, out)
+		if f.outs == nil {
+			f.outs = new([]chan<- *Future[R])
+		}
+		*f.outs = append(*f.outs, out)
 		f.mu.Unlock()
 		return
 	}
@@ -169,7 +177,9 @@ func (f *Future[R]) notify(out chan<- *Future[R]) {
 // forget drops out from the channels f is to be sent on.
 func (f *Future[R]) forget(out chan<- *Future[R]) {
 	f.mu.Lock()
-	f.outs = slices.DeleteFunc(f.outs, func(o chan<- *Future[R]) bool { return o == out })
+	if f.outs != nil {
+		*f.outs = slices.DeleteFunc(*f.outs, func(o chan<- *Future[R]) bool { return o == out })
+	}
 	f.mu.Unlock()
 }
 
