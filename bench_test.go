@@ -125,39 +125,49 @@ func BenchmarkInvokeParallel(b *testing.B) {
 	}
 }
 
-// BenchmarkSubmitWithHistograms measures what WithLatencyHistograms costs: GOMAXPROCS
-// submitters queuing tasks that sleep a microsecond, with the histograms off and on.
+// BenchmarkSubmitWithHistograms measures what observing tasks costs on ultrapool's workload
+// with 1 µs sleeps: a pool of 10,000 workers, par submitters per GOMAXPROCS (b.SetParallelism)
+// each submitting a task that sleeps a microsecond, with nothing observed (observe=off),
+// WithLatencyHistograms (histograms), and WithHooks with Started and Finished set (hooks).
 func BenchmarkSubmitWithHistograms(b *testing.B) {
-	for _, on := range []bool{false, true} {
-		b.Run(fmt.Sprintf("histograms=%v", on), func(b *testing.B) {
-			b.ReportAllocs()
-			var ran atomic.Int64
-			task := func() {
-				time.Sleep(time.Microsecond)
-				ran.Add(1)
-			}
-			var opts []crew.Option
-			if on {
-				opts = append(opts, crew.WithLatencyHistograms())
-			}
-			p := crew.New(1024, opts...)
-			var sent atomic.Int64
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					if err := p.Submit(task); err != nil {
-						b.Error(err)
-						return
+	noop := func(crew.TaskInfo) {}
+	observe := []struct {
+		name string
+		opts []crew.Option
+	}{
+		{"off", nil},
+		{"histograms", []crew.Option{crew.WithLatencyHistograms()}},
+		{"hooks", []crew.Option{crew.WithHooks(crew.Hooks{Started: noop, Finished: noop})}},
+	}
+	for _, par := range []int{1, 10, 100} {
+		for _, o := range observe {
+			b.Run(fmt.Sprintf("par=%d/observe=%s", par, o.name), func(b *testing.B) {
+				b.ReportAllocs()
+				var ran atomic.Int64
+				task := func() {
+					time.Sleep(time.Microsecond)
+					ran.Add(1)
+				}
+				p := crew.New(10_000, o.opts...)
+				var sent atomic.Int64
+				b.SetParallelism(par)
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						if err := p.Submit(task); err != nil {
+							b.Error(err)
+							return
+						}
+						sent.Add(1)
 					}
-					sent.Add(1)
+				})
+				p.StopAndWait()
+				checkRan(b, &ran, int(sent.Load()))
+				if o.name == "histograms" {
+					if s := p.Stats(); s.RunTime.Count != uint64(sent.Load()) {
+						b.Fatalf("histogram counted %d of %d tasks", s.RunTime.Count, sent.Load())
+					}
 				}
 			})
-			p.StopAndWait()
-			checkRan(b, &ran, int(sent.Load()))
-			if on {
-				if s := p.Stats(); s.RunTime.Count != uint64(sent.Load()) {
-					b.Fatalf("histogram counted %d of %d tasks", s.RunTime.Count, sent.Load())
-				}
-			}
-		})
+		}
 	}
 }

@@ -182,7 +182,8 @@ type Engine[T any] struct {
 
 // New returns an Engine and starts cfg.MinWorkers workers.
 func New[T any](cfg Config[T]) *Engine[T] {
-	if cfg.Now == nil {
+	realClock := cfg.Now == nil
+	if realClock {
 		cfg.Now = time.Now
 	}
 	e := &Engine[T]{
@@ -194,7 +195,7 @@ func New[T any](cfg Config[T]) *Engine[T] {
 		bubbled: inBubble(),
 	}
 	if cfg.Observer != nil {
-		e.timed, e.epoch = true, cfg.Now()
+		e.timed, e.epoch, e.realClock = true, cfg.Now(), realClock
 	}
 	e.regate()
 	if cfg.Start == nil && cfg.MinWorkers > 0 {
