@@ -63,6 +63,20 @@ func BenchmarkInvoke(b *testing.B) {
 	}
 }
 
+// submitParallel submits task to p from b.RunParallel's goroutines, counting in sent the
+// tasks p accepted.
+func submitParallel(b *testing.B, p *crew.Pool, task func(), sent *atomic.Int64) {
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if err := p.Submit(task); err != nil {
+				b.Error(err)
+				return
+			}
+			sent.Add(1)
+		}
+	})
+}
+
 // BenchmarkSubmitParallel measures GOMAXPROCS submitters sharing one pool.
 func BenchmarkSubmitParallel(b *testing.B) {
 	for _, w := range benchWorkers {
@@ -71,15 +85,7 @@ func BenchmarkSubmitParallel(b *testing.B) {
 			var ran, sent atomic.Int64
 			task := func() { ran.Add(1) }
 			p := crew.New(w)
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					if err := p.Submit(task); err != nil {
-						b.Error(err)
-						return
-					}
-					sent.Add(1)
-				}
-			})
+			submitParallel(b, p, task, &sent)
 			p.StopAndWait()
 			checkRan(b, &ran, int(sent.Load()))
 		})
@@ -151,15 +157,7 @@ func BenchmarkSubmitWithHistograms(b *testing.B) {
 				p := crew.New(10_000, o.opts...)
 				var sent atomic.Int64
 				b.SetParallelism(par)
-				b.RunParallel(func(pb *testing.PB) {
-					for pb.Next() {
-						if err := p.Submit(task); err != nil {
-							b.Error(err)
-							return
-						}
-						sent.Add(1)
-					}
-				})
+				submitParallel(b, p, task, &sent)
 				p.StopAndWait()
 				checkRan(b, &ran, int(sent.Load()))
 				if o.name == "histograms" {
