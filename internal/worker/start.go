@@ -7,8 +7,8 @@ package worker
 // A spawn's w is nil unless the engine observes tasks: it is then the new worker, made under
 // the lock to carry the task's submit time (see observe.go). The submit time is not a field
 // of launch itself: route returns a launch on every submit, and with a fifth word the struct
-// no longer moved through registers as cheaply; BenchmarkSubmit/workers=8 took 30% longer
-// (measurements.md, "launch").
+// was copied through the stack; BenchmarkSubmit/workers=8 took 30% longer (measurements.md,
+// "Back to speed after the capabilities").
 type launch[T any] struct {
 	w     *worker[T]
 	spawn bool
