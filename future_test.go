@@ -158,18 +158,12 @@ func TestGoAllocatesEightyBytes(t *testing.T) {
 	p := crew.New(2)
 	defer p.StopAndWait()
 	fn := func() (int, error) { return 1, nil }
-	bytes := func(n int) uint64 {
-		var before, after runtime.MemStats
-		runtime.ReadMemStats(&before)
+	perGo := bytesPerCall(func(n int) {
 		for range n {
 			crew.Go(p, fn).Wait()
 		}
-		runtime.ReadMemStats(&after)
-		return after.TotalAlloc - before.TotalAlloc
-	}
-	const n = 10000
-	bytes(n) // warm up: the workers exist
-	if perGo := float64(bytes(n)-bytes(0)) / n; perGo > 80.5 {
+	})
+	if perGo > 80.5 {
 		t.Fatalf("Go allocates %.2f bytes per call, want 80", perGo)
 	}
 }

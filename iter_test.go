@@ -42,9 +42,15 @@ func TestMapStopsSchedulingAtFirstError(t *testing.T) {
 	in := make([]int, 10000)
 	var calls atomic.Int32
 	boom := errors.New("boom")
-	out, err := crew.Map(context.Background(), p, in, func(_ context.Context, v int) (int, error) {
-		if calls.Add(1) == 10 {
+	out, err := crew.Map(context.Background(), p, in, func(ctx context.Context, v int) (int, error) {
+		switch n := calls.Add(1); {
+		case n == 10:
 			return 0, boom
+		case n > 10:
+			// Started while call 10 ran: return only once its error has been recorded (the
+			// context ends then), so that a worker descheduled between call 10's return and
+			// the recording cannot let calls go through meanwhile.
+			<-ctx.Done()
 		}
 		return 1, nil
 	})
