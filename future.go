@@ -79,21 +79,16 @@ func (f *Future[R]) Done() <-chan struct{} {
 	return f.ch
 }
 
+// run, panicked and goexited: a Future is a reporter (see pool.go), so its pool's engine
+// recovers a panic or a runtime.Goexit of fn and hands it to panicked or goexited.
 func (f *Future[R]) run() {
-	returned := false
-	defer func() {
-		if !returned { // fn called runtime.Goexit: report it, then let the goroutine end
-			f.finish(*new(R), errGoexit)
-		}
-	}()
-	var v R
-	var err error
-	if pe := catch(func() { v, err = f.fn() }); pe != nil {
-		err = pe
-	}
-	returned = true
+	v, err := f.fn()
 	f.finish(v, err)
 }
+
+func (f *Future[R]) panicked(pe *PanicError) { f.finish(*new(R), pe) }
+
+func (f *Future[R]) goexited() { f.finish(*new(R), errGoexit) }
 
 func (f *Future[R]) finish(v R, err error) {
 	f.val, f.err, f.fn = v, err, nil

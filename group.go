@@ -253,6 +253,15 @@ func (g *Group) guard(seq uint64, fn func(context.Context) error) {
 	}
 }
 
+// end records err, the outcome of the function of the Go call numbered seq (nil if it
+// returned nil), and counts the function as done.
+func (g *Group) end(seq uint64, err error) {
+	if err != nil {
+		g.fail(seq, err)
+	}
+	g.done()
+}
+
 // task returns the task that runs fn, of the Go call numbered seq. Only a GroupAll group
 // numbers its calls, so only its tasks carry the number: a group's task stays 16 bytes.
 func (g *Group) task(fn func(context.Context) error, seq uint64) task {
@@ -267,7 +276,13 @@ type groupTask struct {
 	fn func(context.Context) error
 }
 
-func (t *groupTask) run() { t.g.guard(0, t.fn) }
+// A group's task is a reporter (see pool.go): its pool's engine recovers a panic or a
+// runtime.Goexit of fn and hands it to panicked or goexited, so run needs no guard.
+func (t *groupTask) run() { t.g.end(0, t.fn(t.g.ctx)) }
+
+func (t *groupTask) panicked(pe *PanicError) { t.g.end(0, pe) }
+
+func (t *groupTask) goexited() { t.g.end(0, errGoexit) }
 
 func (t *groupTask) abort(err error) bool { return t.g.abort(0, err) }
 
@@ -277,7 +292,11 @@ type numberedTask struct {
 	seq uint64
 }
 
-func (t *numberedTask) run() { t.g.guard(t.seq, t.fn) }
+func (t *numberedTask) run() { t.g.end(t.seq, t.fn(t.g.ctx)) }
+
+func (t *numberedTask) panicked(pe *PanicError) { t.g.end(t.seq, pe) }
+
+func (t *numberedTask) goexited() { t.g.end(t.seq, errGoexit) }
 
 func (t *numberedTask) abort(err error) bool { return t.g.abort(t.seq, err) }
 

@@ -278,6 +278,37 @@ func TestGoexitInHookDoesNotWedgeThePool(t *testing.T) {
 	}
 }
 
+// TestGoexitInStartedHookEndsAFutureAndAGroupCall: a Started hook that calls runtime.Goexit
+// keeps the task from running (see Hooks), and a future's or a group's task that never ran
+// still ends: Wait returns an error naming Goexit instead of waiting forever.
+func TestGoexitInStartedHookEndsAFutureAndAGroupCall(t *testing.T) {
+	t.Parallel()
+	var exit atomic.Bool
+	p := crew.New(1, crew.WithHooks(crew.Hooks{
+		Started: func(crew.TaskInfo) {
+			if exit.CompareAndSwap(true, false) {
+				runtime.Goexit()
+			}
+		},
+	}))
+	defer p.StopAndWait()
+	var ran atomic.Int32
+	exit.Store(true)
+	_, err := crew.Go(p, func() (int, error) { ran.Add(1); return 1, nil }).Wait()
+	if err == nil || !strings.Contains(err.Error(), "Goexit") {
+		t.Fatalf("future: Wait = %v, want an error naming Goexit", err)
+	}
+	exit.Store(true)
+	g, _ := p.Group(context.Background())
+	g.Go(func(context.Context) error { ran.Add(1); return nil })
+	if err := g.Wait(); err == nil || !strings.Contains(err.Error(), "Goexit") {
+		t.Fatalf("group: Wait = %v, want an error naming Goexit", err)
+	}
+	if n := ran.Load(); n != 0 {
+		t.Fatalf("%d functions ran after their Started hook called Goexit, want 0", n)
+	}
+}
+
 // checkHistogram fails t unless h has the documented shape and counts want durations.
 func checkHistogram(t *testing.T, name string, h crew.Histogram, want uint64) {
 	t.Helper()

@@ -48,6 +48,29 @@ func (f funcTask) abort(error) bool { return false }
 
 func runTask(t task) { t.run() }
 
+// A reporter is a task that reports its own panic and runtime.Goexit: a future's, whose Wait
+// returns them, and a group's, whose Wait does. Its pool's engine recovers them for it
+// (worker.Config.Reports), on the worker or, under CallerRuns, on the caller, and calls
+// panicked or goexited; the task counts as completed and the panic handler never sees it.
+// Recovering in the engine, which does so once per run of tasks, spares each such task a
+// recovering frame of its own.
+type reporter interface {
+	panicked(pe *PanicError)
+	goexited()
+}
+
+// reporting makes ec's engine hand the panics and Goexits of reporters to them.
+func reporting(ec *worker.Config[task]) {
+	ec.Reports = func(t task) bool {
+		_, ok := t.(reporter)
+		return ok
+	}
+	ec.Panicked = func(t task, v any, stack []byte) {
+		t.(reporter).panicked(&PanicError{Value: v, Stack: stack})
+	}
+	ec.Goexited = func(t task) { t.(reporter).goexited() }
+}
+
 // New returns a pool that runs at most maxWorkers tasks at a time. It panics if maxWorkers is
 // less than 1 or an option is out of range. Workers start lazily, except the ones
 // [WithMinWorkers] asks for.
@@ -55,6 +78,7 @@ func New(maxWorkers int, opts ...Option) *Pool {
 	c := newConfig("New", maxWorkers, opts)
 	p := &Pool{}
 	ec := engineConfig(c, maxWorkers, runTask)
+	reporting(&ec)
 	ec.Woke = p.wakeSubs
 	ec.Weight = taskWeight
 	ec.Level = taskLevel
@@ -188,6 +212,7 @@ func (p *Pool) Sub(maxWorkers int, opts ...Option) *Pool {
 	c.minWorkers = 0
 	child := &Pool{parent: p}
 	ec := engineConfig(c, maxWorkers, runTask)
+	reporting(&ec)
 	ec.Weight = taskWeight
 	ec.Level = taskLevel
 	level := c.priority

@@ -75,6 +75,14 @@ type Config[T any] struct {
 	PanicHandler func(v any, stack []byte) // required
 	// NoRecover lets a task's panic end the process instead of going to PanicHandler.
 	NoRecover bool
+	// Reports, when set, tells the tasks that report their own panics and runtime.Goexit.
+	// The engine recovers the panic of such a task, also under NoRecover, and calls Panicked
+	// with it instead of PanicHandler; for a Goexit it calls Goexited. Either way the task
+	// counts as completed, as if it had returned. Such tasks then need no recovering frame of
+	// their own, which cost each of them a call and a defer (see runUntilPanic).
+	Reports  func(arg T) bool
+	Panicked func(arg T, v any, stack []byte) // required with Reports
+	Goexited func(arg T)                      // required with Reports
 	// Start, when set, replaces "go serve": it must arrange for Serve(first, since) to be
 	// called exactly once on some goroutine. Sub-pools use it to run their workers as tasks
 	// of the parent. Such workers never park: they return when the queue is empty.

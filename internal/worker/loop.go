@@ -49,15 +49,23 @@ func (e *Engine[T]) serve(w *worker[T], arg T) {
 // serveBegun is serve for a worker that has already called begin.
 func (e *Engine[T]) serveBegun(w *worker[T], arg T) {
 	for {
-		if !e.runUntilPanic(w, arg) {
+		r := e.runUntilPanic(w, arg)
+		if r == ranAll {
 			return
 		}
 		var ok bool
-		if arg, ok = e.next(w, true); !ok {
+		if arg, ok = e.next(w, r == handedToHandler); !ok {
 			return
 		}
 	}
 }
+
+// What runUntilPanic reports.
+const (
+	ranAll          = iota // the worker is done
+	handedToHandler        // a task panicked; the panic went to the panic handler
+	reportedByTask         // a task panicked and reported it itself (Config.Reports)
+)
 
 // Where a worker's goroutine is when it ends by runtime.Goexit, which no recover stops.
 const (
@@ -66,12 +74,16 @@ const (
 	returned         // not ended by Goexit
 )
 
-// runUntilPanic runs arg and every task after it. It returns false when the worker is done,
-// and true after a task panicked and the panic was handed to the handler.
+// runUntilPanic runs arg and every task after it until the worker is done (ranAll) or a task
+// panics. It then gives the panic to the panic handler (handedToHandler) or, for a task that
+// reports its own (Config.Reports), to the task (reportedByTask); the caller re-enters with
+// the next task.
 //
 // Recovering once per run of tasks rather than with a defer around each task keeps the
 // per-task path free of defer bookkeeping; after a panic the caller re-enters with the next
-// task, so the same goroutine keeps serving.
+// task, so the same goroutine keeps serving. The tasks of futures and groups, which must
+// report their function's panic rather than let it reach the handler, use this recovery too
+// instead of a frame of their own.
 //
 // A task or the panic handler may call runtime.Goexit (t.FailNow does). recover returns nil
 // then, but it also returns nil for panic(nil) under GODEBUG=panicnil=1, so the two are told
@@ -79,20 +91,32 @@ const (
 // after a Goexit. The deferred goexit counts the task's end and hands the worker's place on,
 // or Wait and StopAndWait would wait for it forever. TestTaskCallingGoexitIsCountedAndReplaced,
 // TestGoexitInPanicHandlerIsCountedAndReplaced and TestPanicNilIsAPanic guard it.
-func (e *Engine[T]) runUntilPanic(w *worker[T], arg T) (panicked bool) {
+func (e *Engine[T]) runUntilPanic(w *worker[T], arg T) int {
 	where := inTask
+	var cur T // the task that panicked or called Goexit: set by runTasks
 	defer func() {
 		if where != returned {
+			if where == inTask && e.reports(cur) {
+				e.cfg.Goexited(cur)
+			}
 			if e.timed {
 				e.finished(w, where == inHandler)
 			}
 			e.goexit(w, where == inHandler)
 		}
 	}()
-	v, stack, ok := e.runTasks(w, arg)
+	v, stack, ok := e.runTasks(w, arg, &cur)
 	if ok {
 		where = returned
-		return false
+		return ranAll
+	}
+	if e.reports(cur) {
+		e.cfg.Panicked(cur, v, stack)
+		if e.timed {
+			e.finished(w, false)
+		}
+		where = returned
+		return reportedByTask
 	}
 	where = inHandler
 	if e.timed {
@@ -100,21 +124,31 @@ func (e *Engine[T]) runUntilPanic(w *worker[T], arg T) (panicked bool) {
 	}
 	e.handlePanic(v, stack)
 	where = returned
-	return true
+	return handedToHandler
+}
+
+// reports reports whether arg reports its own panics: see Config.Reports.
+func (e *Engine[T]) reports(arg T) bool {
+	return e.cfg.Reports != nil && e.cfg.Reports(arg)
 }
 
 // runTasks runs arg and every task after it. ok is false when a task panicked: v is then what
-// recover returned and stack the panicking goroutine's stack.
-func (e *Engine[T]) runTasks(w *worker[T], arg T) (v any, stack []byte, ok bool) {
+// recover returned and stack the panicking goroutine's stack. The task that panicked, or
+// called runtime.Goexit, is left in *cur.
+func (e *Engine[T]) runTasks(w *worker[T], arg T, cur *T) (v any, stack []byte, ok bool) {
 	defer func() {
-		// Under NoRecover the panic goes on and ends the process with its own stack.
-		if !ok && !e.cfg.NoRecover {
-			v = recover()
-			stack = debug.Stack()
+		if !ok {
+			*cur = arg
+			// Under NoRecover the panic goes on and ends the process with its own stack,
+			// unless the task reports its own.
+			if !e.cfg.NoRecover || e.reports(arg) {
+				v = recover()
+				stack = debug.Stack()
+			}
 		}
 	}()
 	if e.timed {
-		return e.runObserved(w, arg)
+		return e.runObserved(w, &arg)
 	}
 	for {
 		e.cfg.Run(arg)

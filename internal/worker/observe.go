@@ -104,13 +104,14 @@ func (e *Engine[T]) taken(w *worker[T]) {
 }
 
 // runObserved is runTasks for an engine with an Observer.
-func (e *Engine[T]) runObserved(w *worker[T], arg T) (v any, stack []byte, ok bool) {
+// The task running is *arg, where runTasks finds it after a panic or a Goexit.
+func (e *Engine[T]) runObserved(w *worker[T], arg *T) (v any, stack []byte, ok bool) {
 	for {
-		e.started(w, arg)
-		e.cfg.Run(arg)
+		e.started(w, *arg)
+		e.cfg.Run(*arg)
 		e.finished(w, false)
 		var more bool
-		if arg, more = e.next(w, false); !more {
+		if *arg, more = e.next(w, false); !more {
 			return nil, nil, true
 		}
 	}

@@ -126,8 +126,11 @@ func (e *Engine[T]) runInline(arg T) {
 	e.lock()
 	e.hold(arg)
 	e.mu.Unlock()
-	panicked := false
+	panicked, ended := false, false
 	defer func() {
+		if !ended && e.reports(arg) { // arg called runtime.Goexit
+			e.cfg.Goexited(arg)
+		}
 		e.lock()
 		e.accepted++
 		e.callerRan++
@@ -138,7 +141,13 @@ func (e *Engine[T]) runInline(arg T) {
 		}
 		e.mu.Unlock()
 	}()
-	if v, stack, ok := e.runOne(arg); !ok {
+	v, stack, ok := e.runOne(arg)
+	ended = true
+	switch {
+	case ok:
+	case e.reports(arg):
+		e.cfg.Panicked(arg, v, stack)
+	default:
 		panicked = true
 		e.handlePanic(v, stack)
 	}
@@ -147,7 +156,7 @@ func (e *Engine[T]) runInline(arg T) {
 // runOne runs arg; ok is false when it panicked, with what recover returned and the stack.
 func (e *Engine[T]) runOne(arg T) (v any, stack []byte, ok bool) {
 	defer func() {
-		if !ok && !e.cfg.NoRecover {
+		if !ok && (!e.cfg.NoRecover || e.reports(arg)) {
 			v = recover()
 			stack = debug.Stack()
 		}
