@@ -104,10 +104,12 @@ func (f *Future[R]) finish(v R, err error) {
 			out <- f // never blocks: each range's channel has room for all its futures
 		}
 	}
-	f.wg.Done()
+	// Done's channel is closed before Wait is released, so that whoever Wait has returned to
+	// finds Done closed too (TestFutureIsSafeForConcurrentWaitAndDone).
 	if ch != nil {
 		close(ch)
 	}
+	f.wg.Done()
 }
 
 // Completed returns a sequence of the futures fs in the order they complete: the loop body
