@@ -253,6 +253,13 @@ func (m *fuzzModel) roomFor(n int) bool {
 	return m.queueSize == 0 || n-min(n, free) <= m.queueSize-len(m.queue)
 }
 
+// fuzzRates are the rate limits the fuzzers set, from none to one start per 50 µs with a
+// burst of 2.
+var fuzzRates = []struct {
+	perSecond float64
+	burst     int
+}{{math.Inf(1), 1}, {1e9, 1}, {2e4, 2}, {1e6, 8}}
+
 // FuzzPoolOperations runs a sequence of operations decoded from the input against a pool
 // and against fuzzModel, and fails at the first difference in what was accepted, started,
 // queued, refused, dropped, handed back or counted. Tasks hold at a gate of their own until
@@ -445,6 +452,27 @@ func FuzzPoolOperations(f *testing.F) {
 				wantDrops = append(wantDrops, old.id)
 			}
 		}
+		// landed records a submit that returned nil: under CallerRuns its task ran on the
+		// caller, exactly once; under DiscardOldest, with the queue full, it went in behind
+		// the oldest, which was dropped; otherwise it was accepted.
+		landed := func(step int, rec *fuzzTask, fate string) {
+			t.Helper()
+			switch {
+			case rec.inline:
+				if n := rec.runs.Load(); n != 1 {
+					t.Fatalf("step %d: CallerRuns returned with its task run %d times, want once", step, n)
+				}
+				rec.state = stRan
+				m.accepted++
+				m.callerRan++
+			case fate == "full": // DiscardOldest
+				drop()
+				m.accept(rec)
+				m.dispatch()
+			default:
+				m.accept(rec)
+			}
+		}
 		checkDrops := func(step int) {
 			t.Helper()
 			dropMu.Lock()
@@ -550,19 +578,8 @@ func FuzzPoolOperations(f *testing.F) {
 				m.refused++
 			case err != nil:
 				t.Fatalf("step %d: submit (%s, policy %d, how %d) = %v, want nil", step, fate, m.policy, how, err)
-			case inline:
-				if n := rec.runs.Load(); n != 1 {
-					t.Fatalf("step %d: CallerRuns returned with its task run %d times, want once", step, n)
-				}
-				rec.state = stRan
-				m.accepted++
-				m.callerRan++
-			case fate == "full": // DiscardOldest
-				drop()
-				m.accept(rec)
-				m.dispatch()
 			default:
-				m.accept(rec)
+				landed(step, rec, fate)
 			}
 			checkDrops(step)
 		}
@@ -770,11 +787,7 @@ func FuzzPoolOperations(f *testing.F) {
 				m.queue = nil
 				m.stopped, m.paused = true, false
 			case opSetRate:
-				rates := []struct {
-					perSecond float64
-					burst     int
-				}{{math.Inf(1), 1}, {1e9, 1}, {2e4, 2}, {1e6, 8}}
-				r := rates[arg%len(rates)]
+				r := fuzzRates[arg%len(fuzzRates)]
 				p.SetRateLimit(r.perSecond, r.burst)
 			case opSubmitFrom:
 				if m.stopped || m.offer(1) != "run" {
@@ -817,19 +830,8 @@ func FuzzPoolOperations(f *testing.F) {
 					m.refused++
 				case innerErr != nil:
 					t.Fatalf("step %d: submit from a task (%s, policy %d) = %v, want nil", step, fate, m.policy, innerErr)
-				case inline:
-					if n := inner.runs.Load(); n != 1 {
-						t.Fatalf("step %d: CallerRuns from a task returned with its task run %d times", step, n)
-					}
-					inner.state = stRan
-					m.accepted++
-					m.callerRan++
-				case fate == "full":
-					drop()
-					m.accept(inner)
-					m.dispatch()
 				default:
-					m.accept(inner)
+					landed(step, inner, fate)
 				}
 				checkDrops(step)
 			}

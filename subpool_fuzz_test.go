@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"runtime"
 	"slices"
 	"sync/atomic"
@@ -522,11 +521,7 @@ func FuzzSubPoolOperations(f *testing.F) {
 				fp.paused.Store(false)
 				fp.p.Resume()
 			case opSubRate:
-				rates := []struct {
-					perSecond float64
-					burst     int
-				}{{math.Inf(1), 1}, {1e9, 1}, {2e4, 2}, {1e6, 8}}
-				r := rates[x%len(rates)]
+				r := fuzzRates[x%len(fuzzRates)]
 				fp.p.SetRateLimit(r.perSecond, r.burst)
 			case opSubStopNow:
 				// StopNow takes out what has not started, of fp and its sub-pools; each was
