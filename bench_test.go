@@ -45,6 +45,59 @@ func BenchmarkSubmit(b *testing.B) {
 	})
 }
 
+// holdWorker has a worker of p run a task that blocks until release is called, and returns
+// once it runs.
+func holdWorker(b *testing.B, p *crew.Pool) (release func()) {
+	gate := make(chan struct{})
+	started := make(chan struct{})
+	if err := p.Submit(func() { close(started); <-gate }); err != nil {
+		b.Fatal(err)
+	}
+	<-started
+	return func() { close(gate) }
+}
+
+// BenchmarkUncontended measures each side of a task alone, with nobody else taking the lock.
+// side=submit times submits into a queue whose one worker is held, in rounds of 4,000, below
+// the backlog at which Submit yields; side=drain times that worker running the tasks queued
+// meanwhile, in rounds of 100,000. What is not measured runs with the timer stopped.
+func BenchmarkUncontended(b *testing.B) {
+	for _, side := range []string{"submit", "drain"} {
+		b.Run("side="+side, func(b *testing.B) {
+			b.ReportAllocs()
+			round := 100000
+			if side == "submit" {
+				round = 4000
+			}
+			var ran atomic.Int64
+			task := func() { ran.Add(1) }
+			p := crew.New(1)
+			defer p.StopAndWait()
+			b.StopTimer()
+			for done := 0; done < b.N; done += round {
+				release := holdWorker(b, p)
+				if side == "submit" {
+					b.StartTimer()
+				}
+				for range min(round, b.N-done) {
+					if err := p.Submit(task); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if side == "submit" {
+					b.StopTimer()
+				} else {
+					b.StartTimer()
+				}
+				release()
+				p.Wait()
+				b.StopTimer()
+			}
+			checkRan(b, &ran, b.N)
+		})
+	}
+}
+
 // BenchmarkInvoke measures one submitter passing an int to a FuncPool.
 func BenchmarkInvoke(b *testing.B) {
 	for _, w := range benchWorkers {

@@ -18,8 +18,14 @@ func (e *Engine[T]) Submit(arg T, wait bool, done <-chan struct{}) Result {
 		e.mu.Unlock()
 		return Stopped
 	}
-	s, ok := e.route(arg, true)
-	if !ok {
+	// While tasks are queued and the queue has room, route queues arg and starts nothing:
+	// for a plain engine that is written out, as most submits under load take it (see next).
+	var s launch[T]
+	var ok bool
+	if q := &e.queue.Queue; e.plain() && q.Len() > 0 && (e.cfg.QueueSize == 0 || q.Len() < e.cfg.QueueSize) {
+		q.Push(arg)
+		e.accept()
+	} else if s, ok = e.route(arg, true); !ok {
 		if !wait || e.cfg.NonBlocking {
 			e.rejected++
 			e.mu.Unlock()
