@@ -40,6 +40,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/crewgo/crew/internal/spare"
 )
@@ -144,51 +145,50 @@ type Counters struct {
 // Engine runs tasks of type T on at most MaxWorkers goroutines. All methods are safe for
 // concurrent use.
 type Engine[T any] struct {
-	// The fields are in the order the hot path touches them. Every submit and every task's
-	// end takes mu and reads or writes fields below it, so the cache lines they sit on move
-	// between the cores with the lock: the first three lines hold all that Submit and a
-	// worker's next touch while no feature is in use (TestHotFieldsFillThreeCacheLines), and
-	// the settings in cfg, read-only, come after them. With cfg first, three more words in
-	// Config moved every hot field and ultrapool's 1 µs sleeps took 3% to 7% longer
-	// (measurements.md, "Back to speed after the capabilities").
+	// Where the fields sit changes how long a task takes. Every submit and every task's end
+	// takes mu and touches fields after it, so their cache lines move between the cores with
+	// the lock. The order below is the one that measured fastest: the settings first, then
+	// mu at the start of a cache line of its own (hotLine pads the settings to a whole number
+	// of lines), with the queue on the same line, then the counters. Ultrapool's 1 µs sleeps
+	// took 5% to 7% longer with the hot fields first, and 13% to 18% longer with mu 32 bytes
+	// into a line; a line of padding between the hot fields and the settings, mu alone on its
+	// line, or mu and the queue first made no difference to that. Why this order wins is not
+	// understood (measurements.md, "Where the engine's fields sit").
+	// TestEngineFieldsKeepTheirPlaces guards it.
+	cfg Config[T]
+	_   [hotLine]byte
 
 	mu      sync.Mutex
-	running int // tasks started and not finished
-	pending int // accepted and not yet finished: queued or running
-	waking  int // handed a task or started, and not yet begun, or lingering: see route
-	workers int // goroutines that may take tasks: running, idle, or between tasks
+	queue   levelQueue[T] // the plain FIFO unless leveled: see priority.go
+	idle    []*worker[T]  // parked workers; LIFO, so idle[0] has been idle longest
+	blocked waiterList[T]
 	max     int
+	running int // tasks started and not finished
+	held    int // slots held by running weighted tasks beyond one each: see weight.go
 	sched   int // bits of the scheduling features in use (weights, turns); 0 by default
+	workers int // goroutines that may take tasks: running, idle, or between tasks
+	alive   int // goroutines not yet ended, dismissed ones included
+	waking  int // handed a task or started, and not yet begun, or lingering: see route
+	pending int // accepted and not yet finished: queued or running
+	reaping bool
+	holds   int // sub-pools not yet exited, which may still Forward tasks: see Hold
+	stopped bool
+
+	drained chan struct{} // closed when pending reaches 0; made on demand
+	exited  chan struct{} // closed when stopped and no goroutine is left
+	done    chan struct{} // closed by Stop; wakes the reaper
+
+	accepted, completed, panicked uint64
+	rejected, canceled, removed   uint64
+	dropped, callerRan            uint64 // DiscardOldest drops, CallerRuns runs
+
 	// gated is nonzero while something besides the limit may hold a start back: a pause, a
 	// rate limit or an ancestor's (Config.Held). mayStart looks further only then, so an
 	// engine using none of them pays one comparison per start. See pause.go.
-	gated int
-
-	queue   levelQueue[T] // the plain FIFO unless leveled: see priority.go
-	stopped bool
-	reaping bool
-
-	idle                []*worker[T] // parked workers; LIFO, so idle[0] has been idle longest
-	blocked             waiterList[T]
-	accepted, completed uint64
-
-	drained chan struct{} // closed when pending reaches 0; made on demand
-	quiet   chan struct{} // closed when running reaches 0; made on demand by Quiet
-	held    int           // slots held by running weighted tasks beyond one each: see weight.go
-	alive   int           // goroutines not yet ended, dismissed ones included
-	holds   int           // sub-pools not yet exited, which may still Forward tasks: see Hold
-
-	cfg Config[T]
-
-	exited chan struct{} // closed when stopped and no goroutine is left
-	done   chan struct{} // closed by Stop; wakes the reaper
-
-	panicked                    uint64
-	rejected, canceled, removed uint64
-	dropped, callerRan          uint64 // DiscardOldest drops, CallerRuns runs
-
+	gated  int
 	paused atomic.Bool            // written under mu; read by sub-pools without it
 	rate   atomic.Pointer[bucket] // nil: no rate limit; see rate.go
+	quiet  chan struct{}          // closed when running reaches 0; made on demand by Quiet
 
 	// yielding counts the submitters inside crowded's yield. It is raised under mu, when
 	// crowded has said yes, and lowered without it once the yield returns.
@@ -199,6 +199,10 @@ type Engine[T any] struct {
 
 	timing // set only with an Observer: see observe.go
 }
+
+// hotLine pads Engine's settings to a whole number of cache lines, so that mu starts one.
+// Config's size does not depend on T.
+const hotLine = (64 - unsafe.Sizeof(Config[struct{}]{})%64) % 64
 
 // New returns an Engine and starts cfg.MinWorkers workers.
 func New[T any](cfg Config[T]) *Engine[T] {
