@@ -8,8 +8,8 @@ import (
 // TestEngineFieldsKeepTheirPlaces guards the placement of Engine's fields (see Engine): the
 // settings first, mu at the start of the cache line after them, the queue on mu's line, and
 // the fields the hot path touches in the order that measured fastest, each at its distance
-// from mu. The Engine is large enough to be allocated in a size class of whole lines, so its
-// lines are the ones the offsets say.
+// from mu; and yielding alone on its line. The Engine is large enough to be allocated in a
+// size class of whole lines, so its lines are the ones the offsets say.
 func TestEngineFieldsKeepTheirPlaces(t *testing.T) {
 	var e Engine[func()]
 	if off := unsafe.Offsetof(e.cfg); off != 0 {
@@ -42,6 +42,13 @@ func TestEngineFieldsKeepTheirPlaces(t *testing.T) {
 			t.Errorf("%s at byte %d, not after the field before it (byte %d)", f.name, f.off, prev)
 		}
 		prev = f.off
+	}
+	// yielding, written without the lock, shares its cache line with no other field.
+	y := unsafe.Offsetof(e.yielding)
+	line := y &^ 63
+	if before := unsafe.Offsetof(e.timing) + unsafe.Sizeof(e.timing); before > line || unsafe.Sizeof(e) > line+64 {
+		t.Errorf("yielding at byte %d shares its cache line (%d to %d) with timing (ending at %d) or a later field (Engine is %d bytes)",
+			y, line, line+64, before, unsafe.Sizeof(e))
 	}
 	// Size classes above 512 bytes are whole multiples of 64, so the Engine starts a line.
 	if size := unsafe.Sizeof(e); size <= 512 {
