@@ -30,11 +30,11 @@ func TestEngineFieldsKeepTheirPlaces(t *testing.T) {
 		{"queue", unsafe.Offsetof(e.queue)}, {"idle", unsafe.Offsetof(e.idle)},
 		{"blocked", unsafe.Offsetof(e.blocked)}, {"max", unsafe.Offsetof(e.max)},
 		{"running", unsafe.Offsetof(e.running)}, {"held", unsafe.Offsetof(e.held)},
-		{"sched", unsafe.Offsetof(e.sched)}, {"workers", unsafe.Offsetof(e.workers)},
-		{"alive", unsafe.Offsetof(e.alive)}, {"waking", unsafe.Offsetof(e.waking)},
-		{"pending", unsafe.Offsetof(e.pending)}, {"stopped", unsafe.Offsetof(e.stopped)},
+		{"sched", unsafe.Offsetof(e.sched)}, {"gated", unsafe.Offsetof(e.gated)},
+		{"workers", unsafe.Offsetof(e.workers)}, {"alive", unsafe.Offsetof(e.alive)},
+		{"waking", unsafe.Offsetof(e.waking)}, {"pending", unsafe.Offsetof(e.pending)},
+		{"timed", unsafe.Offsetof(e.timed)}, {"stopped", unsafe.Offsetof(e.stopped)},
 		{"accepted", unsafe.Offsetof(e.accepted)}, {"completed", unsafe.Offsetof(e.completed)},
-		{"gated", unsafe.Offsetof(e.gated)},
 	}
 	prev := mu
 	for _, f := range order {

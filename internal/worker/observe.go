@@ -37,7 +37,6 @@ type Observer[T any] interface {
 
 // timing is the engine's part of observing, all guarded by e.mu but epoch.
 type timing struct {
-	timed bool
 	at    int64     // the submit time of the task route places: read by Submit and Forward
 	epoch time.Time // clock readings are durations since it, so the monotonic clock is used
 	// realClock is set when Config.Now is time.Now: clock then calls time.Since, which reads
