@@ -98,6 +98,42 @@ func BenchmarkUncontended(b *testing.B) {
 	}
 }
 
+// BenchmarkSleepingTasks measures ultrapool's shape end to end: a pool of 10,000 workers
+// fed 1 µs sleeps by 20 or 200 goroutines, timed until the last has run. Its figures vary
+// less between runs than the suite's (within 3%), which is what placing the engine's fields
+// needs (internal/worker/measurements.md, "Where the engine's fields sit").
+func BenchmarkSleepingTasks(b *testing.B) {
+	for _, submitters := range []int{20, 200} {
+		b.Run(fmt.Sprintf("submitters=%d", submitters), func(b *testing.B) {
+			b.ReportAllocs()
+			var ran, left atomic.Int64
+			task := func() {
+				time.Sleep(time.Microsecond)
+				ran.Add(1)
+			}
+			p := crew.New(10000)
+			left.Store(int64(b.N))
+			var wg sync.WaitGroup
+			for range submitters {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for left.Add(-1) >= 0 {
+						if err := p.Submit(task); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			p.StopAndWait()
+			b.StopTimer()
+			checkRan(b, &ran, b.N)
+		})
+	}
+}
+
 // BenchmarkInvoke measures one submitter passing an int to a FuncPool.
 func BenchmarkInvoke(b *testing.B) {
 	for _, w := range benchWorkers {
