@@ -147,53 +147,55 @@ type Counters struct {
 type Engine[T any] struct {
 	// Where the fields sit changes how long a task takes. Every submit and every task's end
 	// takes mu and touches fields after it, so their cache lines move between the cores with
-	// the lock. The order below is the one that measured fastest: the settings first, then
-	// mu at the start of a cache line of its own (hotLine pads the settings to a whole number
-	// of lines), with the queue on the same line, then the counters. Ultrapool's 1 µs sleeps
-	// took 5% to 7% longer with the hot fields first, and 13% to 18% longer with mu 32 bytes
-	// into a line; a line of padding between the hot fields and the settings, mu alone on its
-	// line, or mu and the queue first made no difference to that. gated and timed, read on
-	// every submit and task end, sit among the counters: after the other settings, they cost
-	// 3% with 200 submitters. What wins there is mu sharing its line with the queue; it costs
-	// one submitter of tiny tasks (BenchmarkSubmit with 8 and 1024 workers) 6% to 24%, which
-	// mu on a line with the counters or alone does not. Why is not understood (measurements.md,
-	// "Where the engine's fields sit").
-	// TestEngineFieldsKeepTheirPlaces guards it.
+	// the lock. The settings come first, padded to whole cache lines (hotLine); mu starts the
+	// next line and shares it with the queue; the line after holds the counters and limits a
+	// plain submit or task end reads or writes, and the one after that timed, stopped, waking
+	// and the idle and blocked lists. With mu among the counters or alone on its line,
+	// ultrapool's 1 µs sleeps took 5% to 7% longer; with mu and the queue but the counters
+	// spread over three more lines, one submitter of tiny tasks (BenchmarkSubmit, 8 and 1024
+	// workers) took 9% to 14% longer. Why mu and the queue want one line is not understood
+	// (measurements.md, "Where the engine's fields sit"). TestEngineFieldsKeepTheirPlaces
+	// guards the order; BenchmarkSleepingTasks and BenchmarkSubmit both judge a new field's
+	// place.
 	cfg Config[T]
 	_   [hotLine]byte
 
-	mu      sync.Mutex
-	queue   levelQueue[T] // the plain FIFO unless leveled: see priority.go
-	idle    []*worker[T]  // parked workers; LIFO, so idle[0] has been idle longest
-	blocked waiterList[T]
-	max     int
-	running int // tasks started and not finished
-	held    int // slots held by running weighted tasks beyond one each: see weight.go
-	sched   int // bits of the scheduling features in use (weights, turns); 0 by default
+	mu    sync.Mutex
+	queue levelQueue[T] // the plain FIFO unless leveled: see priority.go
+
+	running             int // tasks started and not finished
+	pending             int // accepted and not yet finished: queued or running
+	accepted, completed uint64
+	workers             int // goroutines that may take tasks: running, idle, or between tasks
+	max                 int
+	sched               int // bits of the scheduling features in use (weights, turns); 0 by default
 	// gated is nonzero while something besides the limit may hold a start back: a pause, a
 	// rate limit or an ancestor's (Config.Held). mayStart looks further only then, so an
 	// engine using none of them pays one comparison per start. See pause.go.
-	gated   int
-	workers int // goroutines that may take tasks: running, idle, or between tasks
-	alive   int // goroutines not yet ended, dismissed ones included
-	waking  int // handed a task or started, and not yet begun, or lingering: see route
-	pending int // accepted and not yet finished: queued or running
-	reaping bool
+	gated int
+
 	timed   bool // set only with an Observer: see observe.go
-	holds   int  // sub-pools not yet exited, which may still Forward tasks: see Hold
 	stopped bool
+	reaping bool
+	waking  int          // handed a task or started, and not yet begun, or lingering: see route
+	idle    []*worker[T] // parked workers; LIFO, so idle[0] has been idle longest
+	blocked waiterList[T]
+
+	held  int // slots held by running weighted tasks beyond one each: see weight.go
+	alive int // goroutines not yet ended, dismissed ones included
+	holds int // sub-pools not yet exited, which may still Forward tasks: see Hold
 
 	drained chan struct{} // closed when pending reaches 0; made on demand
+	quiet   chan struct{} // closed when running reaches 0; made on demand by Quiet
 	exited  chan struct{} // closed when stopped and no goroutine is left
 	done    chan struct{} // closed by Stop; wakes the reaper
 
-	accepted, completed, panicked uint64
-	rejected, canceled, removed   uint64
-	dropped, callerRan            uint64 // DiscardOldest drops, CallerRuns runs
+	panicked                    uint64
+	rejected, canceled, removed uint64
+	dropped, callerRan          uint64 // DiscardOldest drops, CallerRuns runs
 
 	paused atomic.Bool            // written under mu; read by sub-pools without it
 	rate   atomic.Pointer[bucket] // nil: no rate limit; see rate.go
-	quiet  chan struct{}          // closed when running reaches 0; made on demand by Quiet
 
 	spares  *spare.Pool[*worker[T]] // shared by the engines of T: see newWorker
 	bubbled bool                    // made inside a testing/synctest bubble: reuses nothing (see inBubble)

@@ -6,10 +6,10 @@ import (
 )
 
 // TestEngineFieldsKeepTheirPlaces guards the placement of Engine's fields (see Engine): the
-// settings first, mu at the start of the cache line after them, the queue on mu's line, and
-// the fields the hot path touches in the order that measured fastest, each at its distance
-// from mu; and yielding alone on its line. The Engine is large enough to be allocated in a
-// size class of whole lines, so its lines are the ones the offsets say.
+// settings first; mu at the start of the cache line after them, sharing it with the queue;
+// on the next line what a plain submit or task end touches; and yielding alone on its line.
+// The Engine is large enough to be allocated in a size class of whole lines, so its lines are
+// the ones the offsets say.
 func TestEngineFieldsKeepTheirPlaces(t *testing.T) {
 	var e Engine[func()]
 	if off := unsafe.Offsetof(e.cfg); off != 0 {
@@ -22,26 +22,16 @@ func TestEngineFieldsKeepTheirPlaces(t *testing.T) {
 	if end := unsafe.Offsetof(e.queue) + unsafe.Sizeof(e.queue); end > mu+64 {
 		t.Errorf("queue ends at byte %d, beyond mu's cache line (%d to %d)", end, mu, mu+64)
 	}
-	// The order after mu, as measured; a new field goes after these.
-	order := []struct {
-		name string
-		off  uintptr
-	}{
-		{"queue", unsafe.Offsetof(e.queue)}, {"idle", unsafe.Offsetof(e.idle)},
-		{"blocked", unsafe.Offsetof(e.blocked)}, {"max", unsafe.Offsetof(e.max)},
-		{"running", unsafe.Offsetof(e.running)}, {"held", unsafe.Offsetof(e.held)},
-		{"sched", unsafe.Offsetof(e.sched)}, {"gated", unsafe.Offsetof(e.gated)},
-		{"workers", unsafe.Offsetof(e.workers)}, {"alive", unsafe.Offsetof(e.alive)},
-		{"waking", unsafe.Offsetof(e.waking)}, {"pending", unsafe.Offsetof(e.pending)},
-		{"timed", unsafe.Offsetof(e.timed)}, {"stopped", unsafe.Offsetof(e.stopped)},
-		{"accepted", unsafe.Offsetof(e.accepted)}, {"completed", unsafe.Offsetof(e.completed)},
+	next := map[string]uintptr{
+		"running": unsafe.Offsetof(e.running), "pending": unsafe.Offsetof(e.pending),
+		"accepted": unsafe.Offsetof(e.accepted), "completed": unsafe.Offsetof(e.completed),
+		"workers": unsafe.Offsetof(e.workers), "max": unsafe.Offsetof(e.max),
+		"sched": unsafe.Offsetof(e.sched), "gated": unsafe.Offsetof(e.gated),
 	}
-	prev := mu
-	for _, f := range order {
-		if f.off <= prev {
-			t.Errorf("%s at byte %d, not after the field before it (byte %d)", f.name, f.off, prev)
+	for name, off := range next {
+		if off < mu+64 || off >= mu+128 {
+			t.Errorf("%s at byte %d, want the line after mu's (%d to %d)", name, off, mu+64, mu+128)
 		}
-		prev = f.off
 	}
 	// yielding, written without the lock, shares its cache line with no other field.
 	y := unsafe.Offsetof(e.yielding)
