@@ -48,9 +48,8 @@ func BenchmarkSubmit(b *testing.B) {
 // holdWorker has a worker of p run a task that blocks until release is called, and returns
 // once it runs.
 func holdWorker(b *testing.B, p *crew.Pool) (release func()) {
-	gate := make(chan struct{})
-	started := make(chan struct{})
-	if err := p.Submit(func() { close(started); <-gate }); err != nil {
+	task, started, gate := blocker()
+	if err := p.Submit(task); err != nil {
 		b.Fatal(err)
 	}
 	<-started

@@ -182,10 +182,10 @@ func (e *Engine[T]) handlePanic(v any, stack []byte) {
 // ended hands its slot to the oldest queued one, so running stays as it is, and pending,
 // which counts both, stays above 0: nothing waits on quiet or drained, and finish, take and
 // dequeue have nothing to add. Every task but a worker's first passes here, under the lock
-// the submitter waits for; the general path cost a worker 28 ns per task against 25 for this
-// one with nobody contending (BenchmarkDrainUncontended), and with one submitter and eight
-// workers Submit took 27% longer (measurements.md, "The worker's and the submitter's plain
-// case").
+// the submitter waits for; the general path cost a worker 32.6 ns per task against 29.1 for
+// this one with nobody contending (BenchmarkUncontended, side=drain), and with one submitter
+// and eight workers Submit took 30% longer (measurements.md, "The worker's and the
+// submitter's plain case").
 func (e *Engine[T]) next(w *worker[T], panicked bool) (T, bool) {
 	e.lock()
 	if !panicked && e.plain() && e.blocked.head == nil && e.queue.Queue.Len() > 0 &&
