@@ -137,8 +137,15 @@ func (e *Engine[T]) rest(w *worker[T]) bool {
 		e.launchAll(starts)
 		return false
 	}
+	// The engine may have been resumed since begin gave the task back, and that Resume's
+	// dispatch found no worker to start it on: this one was neither parked nor free to be
+	// counted as a new one. So once parked, it dispatches, which may hand it the task again.
+	// Without this, the task waited with every worker parked until the next submit, and after
+	// Stop for ever (TestRestingWorkerStartsWhatAResumeLeft, found by FuzzLaneOperations).
 	e.park(w)
+	starts := e.dispatch()
 	e.mu.Unlock()
+	e.launchAll(starts)
 	return true
 }
 
