@@ -6,11 +6,21 @@ import "runtime"
 // while a bounded queue is full (unless the engine is NonBlocking) until there is room, the
 // engine stops, or done (which may be nil) is closed.
 func (e *Engine[T]) Submit(arg T, wait bool, done <-chan struct{}) Result {
+	lane := -1
+	if e.laneMode.Load() {
+		var ok bool
+		if lane, ok = e.laneSubmit(arg, e.here()); ok {
+			return Accepted
+		}
+	}
 	var at int64
 	if e.timed { // the clock is read before the lock, to keep it out of the critical section
 		at = e.clock()
 	}
-	e.lock()
+	if e.submitLock() && e.lanes != nil && e.sampled == laneSolo {
+		e.sampleLanes()
+	}
+	e.bySubmit = true
 	if e.timed {
 		e.at = at
 	}
@@ -25,7 +35,7 @@ func (e *Engine[T]) Submit(arg T, wait bool, done <-chan struct{}) Result {
 	if q := &e.queue.Queue; e.plain() && q.Len() > 0 && (e.cfg.QueueSize == 0 || q.Len() < e.cfg.QueueSize) {
 		q.Push(arg)
 		e.accept()
-	} else if s, ok = e.route(arg, true); !ok {
+	} else if s, ok = e.route(arg, true, lane); !ok {
 		if !wait || e.cfg.NonBlocking {
 			e.rejected++
 			e.mu.Unlock()
@@ -60,7 +70,7 @@ func (e *Engine[T]) Forward(arg T) {
 	if e.timed {
 		e.at = at
 	}
-	s, _ := e.route(arg, false)
+	s, _ := e.route(arg, false, -1)
 	e.mu.Unlock()
 	e.launch(s)
 }
@@ -115,7 +125,7 @@ var crowdedYield = runtime.Gosched
 
 // crowded reports whether the submit that just queued a task should yield. Callers hold e.mu.
 func (e *Engine[T]) crowded() bool {
-	n := e.queue.Len()
+	n := e.queued()
 	return n >= crowdedFloor && n/crowdedPerWorker >= e.workers &&
 		e.yielding.Load() < crowdedYielders
 }

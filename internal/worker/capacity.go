@@ -11,6 +11,7 @@ func (e *Engine[T]) Resize(n int) {
 	if extra := e.workers - n; extra > 0 {
 		dismissed = e.dismissOldest(min(extra, len(e.idle)))
 	}
+	e.relane()
 	starts := e.dispatch()
 	e.mu.Unlock()
 	wakeAll(dismissed)

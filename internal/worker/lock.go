@@ -1,6 +1,9 @@
 package worker
 
-import "runtime"
+import (
+	"runtime"
+	"sync"
+)
 
 // lockYields is how many times lock yields its processor, trying the mutex after each yield,
 // before it waits in Lock like any other caller.
@@ -30,14 +33,29 @@ var yield = runtime.Gosched
 // passed over. TestLockYieldsBeforeWaiting guards this; BenchmarkPond's 10Ku-100t workload
 // and BenchmarkSubmit/workers=1024 measure it.
 func (e *Engine[T]) lock() {
-	if e.mu.TryLock() {
-		return
+	if !e.mu.TryLock() {
+		lockAfterYields(&e.mu)
 	}
+}
+
+// lockAfterYields takes mu, found locked, as lock does: up to lockYields yields, each followed
+// by a TryLock, then Lock.
+func lockAfterYields(mu *sync.Mutex) {
 	for range lockYields {
 		yield()
-		if e.mu.TryLock() {
+		if mu.TryLock() {
 			return
 		}
 	}
-	e.mu.Lock()
+	mu.Lock()
+}
+
+// submitLock is lock for Submit, and reports whether the lock was taken when it came: see
+// sampleLanes.
+func (e *Engine[T]) submitLock() (waited bool) {
+	if e.mu.TryLock() {
+		return false
+	}
+	lockAfterYields(&e.mu)
+	return true
 }
