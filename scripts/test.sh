@@ -8,8 +8,7 @@
 #     them and builds;
 #   - the root module's vet and tests on the oldest Go that its go.mod allows;
 #   - the root module's tests under GODEBUG=panicnil=1, without the race detector (memory
-#     tests), with every queue split by processor (CREW_LANES=on) and, last and shown in
-#     full, with the race detector (short stress suite, fuzz seeds).
+#     tests) and, last and shown in full, with it (short stress suite, fuzz seeds).
 # Each step prints one line, or its output when it fails; the script stops at the first
 # failure and exits non-zero.
 set -euo pipefail
@@ -174,10 +173,6 @@ step "root on $OLDEST_GO: go vet, go test" env GOWORK=off GOTOOLCHAIN="$OLDEST_G
 # takes about 15 s without the race detector, so all of it runs.
 step "root: go test with GODEBUG=panicnil=1" env GODEBUG=panicnil=1 go test -count=1 ./...
 step "root: go test without the race detector (memory tests)" go test -count=1 ./...
-# Pools split their queue by processor once submitters on several processors meet (see
-# internal/worker/lanes.go), which few tests bring about: the root package runs once more
-# with every pool's queue split from the start, under the race detector.
-step "root: go test -race, every queue split from the start (CREW_LANES=on)" env CREW_LANES=on go test -race -count=1 .
 
 # The root module's race-detector run comes last and shows go test's own lines, so the run
 # closes on the root tests' results.

@@ -6,21 +6,11 @@ import "runtime"
 // while a bounded queue is full (unless the engine is NonBlocking) until there is room, the
 // engine stops, or done (which may be nil) is closed.
 func (e *Engine[T]) Submit(arg T, wait bool, done <-chan struct{}) Result {
-	lane := -1
-	if e.laneMode.Load() {
-		var ok bool
-		if lane, ok = e.laneSubmit(arg, e.here()); ok {
-			return Accepted
-		}
-	}
 	var at int64
 	if e.timed { // the clock is read before the lock, to keep it out of the critical section
 		at = e.clock()
 	}
-	if e.submitLock() && e.lanes != nil && e.sampled == laneSolo {
-		e.sampleLanes()
-	}
-	e.bySubmit = true
+	e.lock()
 	if e.timed {
 		e.at = at
 	}
@@ -35,7 +25,7 @@ func (e *Engine[T]) Submit(arg T, wait bool, done <-chan struct{}) Result {
 	if q := &e.queue.Queue; e.plain() && q.Len() > 0 && (e.cfg.QueueSize == 0 || q.Len() < e.cfg.QueueSize) {
 		q.Push(arg)
 		e.accept()
-	} else if s, ok = e.route(arg, true, lane); !ok {
+	} else if s, ok = e.route(arg, true); !ok {
 		if !wait || e.cfg.NonBlocking {
 			e.rejected++
 			e.mu.Unlock()
@@ -70,7 +60,7 @@ func (e *Engine[T]) Forward(arg T) {
 	if e.timed {
 		e.at = at
 	}
-	s, _ := e.route(arg, false, -1)
+	s, _ := e.route(arg, false)
 	e.mu.Unlock()
 	e.launch(s)
 }
@@ -125,7 +115,7 @@ var crowdedYield = runtime.Gosched
 
 // crowded reports whether the submit that just queued a task should yield. Callers hold e.mu.
 func (e *Engine[T]) crowded() bool {
-	n := e.queued()
+	n := e.queue.Len()
 	return n >= crowdedFloor && n/crowdedPerWorker >= e.workers &&
 		e.yielding.Load() < crowdedYielders
 }

@@ -11,7 +11,6 @@ func (e *Engine[T]) Resize(n int) {
 	if extra := e.workers - n; extra > 0 {
 		dismissed = e.dismissOldest(min(extra, len(e.idle)))
 	}
-	e.relane()
 	starts := e.dispatch()
 	e.mu.Unlock()
 	wakeAll(dismissed)

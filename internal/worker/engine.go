@@ -158,15 +158,7 @@ type Engine[T any] struct {
 	// guards the order; BenchmarkSleepingTasks and BenchmarkSubmit both judge a new field's
 	// place.
 	cfg Config[T]
-	// lanes are the queue split by processor (see lanes.go), nil for an engine that never
-	// uses them; laneMode says, without the lock, whether they are in use now. Both are
-	// read by every submit and task end and written seldom, so they sit with the settings.
-	lanes    []lane[T]
-	laneMode atomic.Bool
-	// crowdAt is the backlog from which a submit onto a lane yields (see laneSubmit),
-	// written under mu when the workers alive change.
-	crowdAt atomic.Int64
-	_       [hotLine]byte
+	_   [hotLine]byte
 
 	mu    sync.Mutex
 	queue levelQueue[T] // the plain FIFO unless leveled: see priority.go
@@ -176,26 +168,18 @@ type Engine[T any] struct {
 	accepted, completed uint64
 	workers             int // goroutines that may take tasks: running, idle, or between tasks
 	max                 int
-	sched               int32 // bits of the scheduling features in use (weights, turns); 0 by default
+	sched               int // bits of the scheduling features in use (weights, turns); 0 by default
 	// gated is nonzero while something besides the limit may hold a start back: a pause, a
 	// rate limit or an ancestor's (Config.Held). mayStart looks further only then, so an
 	// engine using none of them pays one comparison per start. See pause.go.
-	gated int32
-	// bySubmit is set by Submit and cleared by a worker's next, begin and linger, when they
-	// take mu: whether the last of them to hold it was a submitter (see sampleLanes).
-	bySubmit bool
+	gated int
 
 	timed   bool // set only with an Observer: see observe.go
 	stopped bool
-	laneOn  bool // the waiting tasks are in lanes, not in queue: see lanes.go
-	unlaned bool // lanes are off for an operation on the whole queue: see unlane
-	// sampled is laneSolo or laneMixed; samples and rivals are the window of sampleLanes.
-	sampled         int8
-	samples, rivals uint8
-	reaping         bool
-	waking          int          // handed a task or started, and not yet begun, or lingering: see route
-	idle            []*worker[T] // parked workers; LIFO, so idle[0] has been idle longest
-	blocked         waiterList[T]
+	reaping bool
+	waking  int          // handed a task or started, and not yet begun, or lingering: see route
+	idle    []*worker[T] // parked workers; LIFO, so idle[0] has been idle longest
+	blocked waiterList[T]
 
 	held  int // slots held by running weighted tasks beyond one each: see weight.go
 	alive int // goroutines not yet ended, dismissed ones included
@@ -226,10 +210,9 @@ type Engine[T any] struct {
 	yielding atomic.Int32
 }
 
-// hotLine pads Engine's settings (Config, the lanes' slice and laneMode) to a whole number of
-// cache lines, so that mu starts one. Their sizes do not depend on T.
-const hotLine = (64 - (unsafe.Sizeof(Config[struct{}]{})+unsafe.Sizeof([]lane[struct{}]{})+
-	8+unsafe.Sizeof(atomic.Int64{}))%64) % 64
+// hotLine pads Engine's settings to a whole number of cache lines, so that mu starts one.
+// Config's size does not depend on T.
+const hotLine = (64 - unsafe.Sizeof(Config[struct{}]{})%64) % 64
 
 // New returns an Engine and starts cfg.MinWorkers workers.
 func New[T any](cfg Config[T]) *Engine[T] {
@@ -244,11 +227,6 @@ func New[T any](cfg Config[T]) *Engine[T] {
 		done:    make(chan struct{}),
 		spares:  spare.For[*worker[T]](),
 		bubbled: inBubble(),
-		lanes:   newLanes(&cfg),
-	}
-	e.recrowd()
-	if e.lanes != nil && lanesFromStart.Load() {
-		e.sampled = laneMixed
 	}
 	if cfg.Observer != nil {
 		e.timed, e.epoch, e.realClock = true, cfg.Now(), realClock
@@ -268,15 +246,12 @@ func New[T any](cfg Config[T]) *Engine[T] {
 func (e *Engine[T]) Counters() Counters {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.laneOn {
-		e.settle()
-	}
 	return Counters{
 		MaxWorkers: e.max,
 		Running:    e.running,
 		Workers:    e.workers,
 		Idle:       len(e.idle),
-		Waiting:    e.queued(),
+		Waiting:    e.queue.Len(),
 		Accepted:   e.accepted,
 		Completed:  e.completed,
 		Panicked:   e.panicked,

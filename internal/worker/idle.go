@@ -17,7 +17,6 @@ type worker[T any] struct {
 func (e *Engine[T]) startParked() {
 	w := e.newWorker()
 	e.workers++
-	e.recrowd()
 	e.alive++
 	e.park(w)
 	go e.parked(w)
@@ -89,9 +88,7 @@ func (e *Engine[T]) dismiss(ws []*worker[T]) {
 	for _, w := range ws {
 		w.exit = true
 		e.workers--
-		e.recrowd()
 	}
-	e.relane()
 }
 
 func wakeAll[T any](ws []*worker[T]) {

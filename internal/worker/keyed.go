@@ -16,7 +16,7 @@ func (e *Engine[T]) Admit(arg T) Result {
 		e.mu.Unlock()
 		return Stopped
 	}
-	s, _ := e.route(arg, false, -1)
+	s, _ := e.route(arg, false)
 	e.mu.Unlock()
 	e.launch(s)
 	return Accepted

@@ -1,9 +1,6 @@
 package worker
 
-import (
-	"runtime"
-	"sync"
-)
+import "runtime"
 
 // lockYields is how many times lock yields its processor, trying the mutex after each yield,
 // before it waits in Lock like any other caller.
@@ -33,29 +30,14 @@ var yield = runtime.Gosched
 // passed over. TestLockYieldsBeforeWaiting guards this; BenchmarkPond's 10Ku-100t workload
 // and BenchmarkSubmit/workers=1024 measure it.
 func (e *Engine[T]) lock() {
-	if !e.mu.TryLock() {
-		lockAfterYields(&e.mu)
+	if e.mu.TryLock() {
+		return
 	}
-}
-
-// lockAfterYields takes mu, found locked, as lock does: up to lockYields yields, each followed
-// by a TryLock, then Lock.
-func lockAfterYields(mu *sync.Mutex) {
 	for range lockYields {
 		yield()
-		if mu.TryLock() {
+		if e.mu.TryLock() {
 			return
 		}
 	}
-	mu.Lock()
-}
-
-// submitLock is lock for Submit, and reports whether the lock was taken when it came: see
-// sampleLanes.
-func (e *Engine[T]) submitLock() (waited bool) {
-	if e.mu.TryLock() {
-		return false
-	}
-	lockAfterYields(&e.mu)
-	return true
+	e.mu.Lock()
 }

@@ -187,13 +187,7 @@ func (e *Engine[T]) handlePanic(v any, stack []byte) {
 // and eight workers Submit took 30% longer (measurements.md, "The worker's and the
 // submitter's plain case").
 func (e *Engine[T]) next(w *worker[T], panicked bool) (T, bool) {
-	if !panicked && e.laneMode.Load() {
-		if arg, ok := e.laneNext(); ok {
-			return arg, true
-		}
-	}
 	e.lock()
-	e.bySubmit = false
 	if !panicked && e.plain() && e.blocked.head == nil && e.queue.Queue.Len() > 0 &&
 		e.workers <= e.max && e.running <= e.max {
 		e.completed++
@@ -243,18 +237,7 @@ func (e *Engine[T]) take() (T, bool) {
 	if e.sched|e.gated != 0 || e.queue.lv != nil { // plain but for the clock, which dequeue serves
 		return e.takeGuarded()
 	}
-	if e.workers > e.max || e.running >= e.max {
-		var zero T
-		return zero, false
-	}
-	if e.laneOn {
-		arg, ok := e.lanePop()
-		if ok {
-			e.running++
-		}
-		return arg, ok
-	}
-	if e.queue.Queue.Len() == 0 {
+	if e.workers > e.max || e.running >= e.max || e.queue.Queue.Len() == 0 {
 		var zero T
 		return zero, false
 	}
@@ -318,7 +301,6 @@ func (e *Engine[T]) linger() {
 	e.mu.Unlock()
 	lingerYield()
 	e.lock()
-	e.bySubmit = false
 	e.waking--
 }
 
@@ -335,16 +317,9 @@ func (e *Engine[T]) finish(panicked bool) {
 		e.quiet = nil
 	}
 	e.pending--
-	if e.drained != nil && (e.pending == 0 || e.laneOn && e.running == 0) {
-		// With lanes on, pending lacks what the lanes counted since settle; nothing is
-		// pending only once nothing runs.
-		if e.laneOn {
-			e.settle()
-		}
-		if e.pending == 0 {
-			close(e.drained)
-			e.drained = nil
-		}
+	if e.pending == 0 && e.drained != nil {
+		close(e.drained)
+		e.drained = nil
 	}
 }
 

@@ -19,7 +19,6 @@ func (e *Engine[T]) regate() {
 	if e.paused.Load() || e.rate.Load() != nil || e.cfg.Parent != nil {
 		e.gated = 1
 	}
-	e.relane()
 }
 
 // Open reports whether e and its ancestors would let a task start now, and if so takes the
@@ -115,7 +114,6 @@ func (e *Engine[T]) resumeForStop() []launch[T] {
 func (e *Engine[T]) unrun() {
 	e.unslot()
 	e.workers--
-	e.recrowd()
 	e.alive--
 }
 

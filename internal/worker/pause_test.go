@@ -14,7 +14,7 @@ func TestRestingWorkerStartsWhatAResumeLeft(t *testing.T) {
 	e := New(Config[int]{Run: func(i int) { ran <- i }, MaxWorkers: 1, IdleTimeout: time.Minute, PanicHandler: noPanic})
 	// Hand task 7 out as a submit would, to a new worker, without starting its goroutine yet.
 	e.lock()
-	s, ok := e.route(7, true, -1)
+	s, ok := e.route(7, true)
 	e.mu.Unlock()
 	if !ok || !s.spawn {
 		t.Fatalf("route = %+v, %v; want a spawn", s, ok)

@@ -52,7 +52,7 @@ func (e *Engine[T]) QueuedFrom(level int) (above, at bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.queue.lv == nil {
-		n := e.queued() > 0
+		n := e.queue.Len() > 0
 		return n && level < 0, n && level == 0
 	}
 	for _, l := range e.queue.lv.qs {
@@ -167,7 +167,6 @@ func (e *Engine[T]) UseLevels() {
 	if e.queue.lv != nil || e.cfg.Level == nil {
 		return
 	}
-	e.unlane() // lanesWanted says no once lv is set: their tasks go to the queue first
 	lv := &levels[T]{level: e.cfg.Level}
 	for {
 		v, ok := e.queue.Queue.Pop()
@@ -185,6 +184,5 @@ func (e *Engine[T]) UseLevels() {
 func (e *Engine[T]) UseTurns() {
 	e.mu.Lock()
 	e.sched |= gateTurns
-	e.relane()
 	e.mu.Unlock()
 }

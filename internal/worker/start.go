@@ -40,7 +40,7 @@ func (e *Engine[T]) mayStartGuarded(arg T) bool {
 }
 
 // route accepts arg and decides where it runs: on a parked worker, on a new worker, or from
-// the queue (lane: the submitter's lane, or -1; see lanes.go). With bounded set, a full queue that no start can relieve makes it return ok
+// the queue. With bounded set, a full queue that no start can relieve makes it return ok
 // false without accepting. Callers hold e.mu and call launch after unlocking.
 //
 // The waking gate: while some worker has been handed a task or started but has not yet begun
@@ -60,9 +60,9 @@ func (e *Engine[T]) mayStartGuarded(arg T) bool {
 // TestIdleWorkersPickUpBursts; without the relay after lingering,
 // TestLingeringWorkerTakesTasksQueuedMeanwhile. TestGateLiftsWhenBoundedQueueIsFull guards
 // the lifting. BenchmarkSubmit/workers=1024 measures the gate.
-func (e *Engine[T]) route(arg T, bounded bool, lane int) (s launch[T], ok bool) {
+func (e *Engine[T]) route(arg T, bounded bool) (s launch[T], ok bool) {
 	full := bounded && e.cfg.QueueSize > 0 && e.queue.Len() >= e.cfg.QueueSize
-	if e.queued() == 0 {
+	if e.queue.Len() == 0 {
 		if e.waking == 0 && e.mayStart(arg) {
 			if e.timed {
 				e.handing = e.at
@@ -82,9 +82,7 @@ func (e *Engine[T]) route(arg T, bounded bool, lane int) (s launch[T], ok bool) 
 			return s, false
 		}
 	}
-	if e.laneOn {
-		e.lanePush(arg, lane)
-	} else if e.queue.lv == nil {
+	if e.queue.lv == nil {
 		e.queue.Queue.Push(arg) // the plain queue without levelQueue's call: see priority.go
 	} else {
 		e.queue.Push(arg)
@@ -113,7 +111,6 @@ func (e *Engine[T]) handOut(arg T) (launch[T], bool) {
 	}
 	if e.workers < e.max {
 		e.workers++
-		e.recrowd()
 		e.alive++
 		e.waking++
 		e.running++
@@ -126,9 +123,6 @@ func (e *Engine[T]) handOut(arg T) (launch[T], bool) {
 // startNext starts the oldest queued task, if it may start and a worker can take it, and
 // returns the launch to carry out after unlocking. Callers hold e.mu.
 func (e *Engine[T]) startNext() launch[T] {
-	if e.laneOn {
-		return e.startNextLane()
-	}
 	arg, ok := e.queue.Peek()
 	if !ok || !e.mayStart(arg) {
 		return launch[T]{}
@@ -178,7 +172,6 @@ func (e *Engine[T]) passOn() launch[T] {
 // the task starts after Resume. So no task's function begins after Pause has returned.
 func (e *Engine[T]) begin(w *worker[T], arg T) bool {
 	e.lock()
-	e.bySubmit = false
 	e.waking--
 	if e.gated != 0 && e.Halted() {
 		e.unslot()

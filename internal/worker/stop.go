@@ -9,7 +9,6 @@ func (e *Engine[T]) Stop() {
 		return
 	}
 	e.stopped = true
-	e.relane()
 	close(e.done)
 	wasPaused := e.paused.Load()
 	starts := e.resumeForStop()
@@ -45,7 +44,6 @@ func (e *Engine[T]) Stopped() bool {
 // rest.
 func (e *Engine[T]) Remove() []T {
 	e.mu.Lock()
-	e.unlane()
 	var out []T
 	for {
 		arg, ok := e.dequeue()
@@ -55,7 +53,6 @@ func (e *Engine[T]) Remove() []T {
 		out = append(out, arg)
 	}
 	e.countRemoved(len(out))
-	e.relane()
 	e.checkExited()
 	e.mu.Unlock()
 	return out
@@ -77,9 +74,6 @@ func (e *Engine[T]) countRemoved(n int) {
 func (e *Engine[T]) Drained() <-chan struct{} {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.laneOn {
-		e.settle()
-	}
 	if e.pending == 0 {
 		return nil
 	}
@@ -99,9 +93,7 @@ func (e *Engine[T]) Exited() <-chan struct{} { return e.exited }
 // unlocking.
 func (e *Engine[T]) exit() []launch[T] {
 	e.workers--
-	e.recrowd()
 	e.alive--
-	e.relane()
 	starts := e.dispatch()
 	e.checkExited()
 	return starts
@@ -124,7 +116,6 @@ func (e *Engine[T]) checkExited() {
 		case <-e.exited:
 		default:
 			e.queue.Free()
-			e.freeLanes()
 			e.stamps.Free()
 			e.stopRate()
 			close(e.exited)

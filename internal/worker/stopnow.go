@@ -28,7 +28,6 @@ func (e *Engine[T]) Abandon(first T) {
 // as removed. match is called with e.mu held and must not call into e.
 func (e *Engine[T]) RemoveIf(match func(T) bool) []T {
 	e.mu.Lock()
-	e.unlane()
 	var out []T
 	n := e.queue.Len()
 	for range n {
@@ -60,7 +59,6 @@ func (e *Engine[T]) RemoveIf(match func(T) bool) []T {
 		b.decide(Accepted)
 	}
 	e.countRemoved(len(out))
-	e.relane()
 	e.checkExited()
 	e.mu.Unlock()
 	return out

@@ -28,7 +28,6 @@ const gateWeights = 1 << iota
 func (e *Engine[T]) UseWeights() {
 	e.mu.Lock()
 	e.sched |= gateWeights
-	e.relane()
 	e.mu.Unlock()
 }
 
