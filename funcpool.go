@@ -18,7 +18,7 @@ type FuncPool[T any] struct {
 
 // NewFunc returns a pool that calls fn with each argument passed to [FuncPool.Invoke], at
 // most maxWorkers calls at a time. It panics if maxWorkers is less than 1, fn is nil, or an
-// option is out of range.
+// option is out of range. The limit is chosen as for [New].
 func NewFunc[T any](maxWorkers int, fn func(T), opts ...Option) *FuncPool[T] {
 	c := newConfig("NewFunc", maxWorkers, opts)
 	if fn == nil {

@@ -74,6 +74,10 @@ func reporting(ec *worker.Config[task]) {
 // New returns a pool that runs at most maxWorkers tasks at a time. It panics if maxWorkers is
 // less than 1 or an option is out of range. Workers start lazily, except the ones
 // [WithMinWorkers] asks for.
+//
+// For tasks that compute rather than wait, a limit near runtime.GOMAXPROCS(0) is fastest:
+// workers beyond the processors only take turns on them. Tasks that wait (on the network, a
+// disk, a timer) want a limit as high as the resource they wait on allows.
 func New(maxWorkers int, opts ...Option) *Pool {
 	c := newConfig("New", maxWorkers, opts)
 	p := &Pool{}
