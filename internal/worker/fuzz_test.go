@@ -2,6 +2,7 @@ package worker
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -10,13 +11,13 @@ import (
 )
 
 // FuzzEngineOperations runs generated sequences of operations from several goroutines at
-// once: submits, Resize, Pause, Resume, Remove, counters checks and waits for Drained. Then
-// it resumes and stops the engine and checks that it exits, that every accepted task ran
-// exactly once or was removed and never ran, that no more tasks ran at once than the largest
-// limit set, and that the counters add up.
+// once on an engine with an unbounded queue: submits, Resize, Pause, Resume, Remove, counters
+// checks and waits for Drained. Then it resumes and stops the engine and checks that it exits,
+// that every accepted task ran exactly once or was removed and never ran, that no more tasks
+// ran at once than the largest limit set, and that the counters add up.
 //
 // The first byte sets the limit (1 to 32), the second the number of goroutines (2 to 4); each
-// later byte is an operation (high nibble, see ops) with its argument (low nibble), the
+// later byte is an operation (high nibble, see plainOps) with its argument (low nibble), the
 // goroutines taking turns through them. It found a task left queued with every worker parked
 // (TestRestingWorkerStartsWhatAResumeLeft).
 func FuzzEngineOperations(f *testing.F) {
@@ -26,35 +27,60 @@ func FuzzEngineOperations(f *testing.F) {
 	f.Add([]byte{1, 0, 0x40, 0x00, 0x00, 0x50, 0x00, 0x00, 0x60, 0x60, 0x00, 0x90})
 	// The sequence that found the parked worker's lost task, once in about a thousand runs.
 	f.Add([]byte("\x09\x1c\xc2\xf9\xac\xa2\x08\x8d\xb7!\xd6\xcd\xb5\xcb\x9dX\xb0\xdb^#\x1b\xa5\xaf\xa0?2\xc1\x95R\x85rLF8\xf8\x15*\x81\x05\xf5"))
-	f.Fuzz(engineOperations)
+	f.Fuzz(func(t *testing.T, in []byte) { engineOperations(t, in, plainOps) })
 }
 
-// The operations of FuzzEngineOperations, by high nibble modulo 10 (ops).
+// FuzzEngineOverflowOperations is FuzzEngineOperations on an engine whose queue may be
+// bounded, with submits that wait for room and submits that are refused when there is none,
+// rate limits, dismissal of idle workers and Stop among the operations (overflowOps). It also
+// checks that no refused task ran and that every refusal was counted.
+//
+// Bits 2 to 4 of the second byte bound the queue (0: unbounded, else 1 to 7 tasks).
+func FuzzEngineOverflowOperations(f *testing.F) {
+	f.Add([]byte{0, 1 | 1<<2, 0x00, 0x13, 0x32, 0x13, 0x43, 0x00, 0x75, 0x00})
+	f.Add([]byte{3, 3 | 3<<2, 0x83, 0x00, 0x00, 0x11, 0x31, 0x41, 0x80, 0x00, 0x61, 0x00})
+	f.Add([]byte{7, 2 | 7<<2, 0x30, 0x00, 0x1f, 0x00, 0x9f, 0x00, 0x10, 0x40})
+	f.Add([]byte{1, 0, 0x81, 0x00, 0x00, 0x90, 0x00, 0x00, 0x80, 0x90, 0x00, 0x9f, 0x00})
+	f.Fuzz(func(t *testing.T, in []byte) { engineOperations(t, in, overflowOps) })
+}
+
+// The operations of the engine fuzzers, chosen by a byte's high nibble modulo 10 from a table.
 const (
-	opSubmit   = iota // 1+arg*16 tasks
+	opSubmit   = iota // 1+arg*16 tasks, waiting for room in a bounded queue
+	opTry             // 1+arg*16 tasks, refused when the queue is full
 	opResize          // to 1+arg*limit/15
 	opPause           //
 	opResume          //
 	opRemove          // every queued task
 	opCounters        // a snapshot that adds up
 	opDrained         // wait for Drained, unless the sequence pauses
+	opRate            // arg 0: no limit; else arg*100,000 starts a second, bursts of arg
+	opEnd             // arg 15: Stop; else dismiss every idle worker (ReapIdle)
 )
 
-var ops = [10]int{opSubmit, opSubmit, opResize, opPause, opResume, opRemove, opCounters, opDrained, opCounters, opCounters}
+var (
+	plainOps    = [10]int{opSubmit, opSubmit, opResize, opPause, opResume, opRemove, opCounters, opDrained, opCounters, opCounters}
+	overflowOps = [10]int{opSubmit, opTry, opResize, opPause, opResume, opRemove, opCounters, opDrained, opRate, opEnd}
+)
 
-func engineOperations(t *testing.T, in []byte) {
+func engineOperations(t *testing.T, in []byte, ops [10]int) {
 	if len(in) < 3 || len(in) > 64 {
 		return
 	}
 	limit := 1 + int(in[0]%32)
 	goroutines := 2 + int(in[1]%3)
+	queueSize := 0
+	if ops == overflowOps {
+		queueSize = int(in[1] >> 2 & 7)
+	}
 	seq := in[2:]
 	// Drained waits for paused work, so it is waited for only in sequences that never pause.
 	pauses := slices.ContainsFunc(seq, func(b byte) bool { return ops[b>>4%10] == opPause })
 
 	const most = 1 << 14
 	runs := make([]atomic.Int32, most)
-	var next atomic.Int64 // task ids handed out
+	results := make([]atomic.Int32, most) // each submit's Result, +1 (0: not yet known)
+	var next atomic.Int64                 // task ids handed out
 	var live, high atomic.Int32
 	var highest atomic.Int32 // the largest limit set
 	highest.Store(int32(limit))
@@ -70,6 +96,7 @@ func engineOperations(t *testing.T, in []byte) {
 			live.Add(-1)
 		},
 		MaxWorkers:   limit,
+		QueueSize:    queueSize,
 		IdleTimeout:  time.Minute,
 		PanicHandler: noPanic,
 	})
@@ -84,14 +111,16 @@ func engineOperations(t *testing.T, in []byte) {
 			for k := g; k < len(seq); k += goroutines {
 				op, arg := ops[seq[k]>>4%10], int(seq[k]&15)
 				switch op {
-				case opSubmit:
+				case opSubmit, opTry:
 					for range 1 + arg*16 {
 						id := int(next.Add(1) - 1)
 						if id >= most {
 							return
 						}
-						if r := e.Submit(id, true, nil); r != Accepted {
-							t.Errorf("Submit = %v", r)
+						r := e.Submit(id, op == opSubmit, nil)
+						results[id].Store(int32(r) + 1)
+						if r != Accepted && r != Stopped && !(r == Full && op == opTry) {
+							t.Errorf("Submit(wait %v) = %v", op == opSubmit, r)
 						}
 					}
 				case opResize:
@@ -120,12 +149,46 @@ func engineOperations(t *testing.T, in []byte) {
 							t.Errorf("Drained not closed after 10 s: %+v", e.Counters())
 						}
 					}
+				case opRate:
+					if arg == 0 {
+						e.SetRate(math.Inf(1), 0)
+					} else {
+						e.SetRate(float64(arg)*100_000, arg)
+					}
+				case opEnd:
+					if arg == 15 {
+						e.Stop()
+					} else {
+						e.ReapIdle(time.Now().Add(time.Hour))
+					}
 				}
 			}
 		}()
 	}
-	wg.Wait()
+	// A submit that waits for room in a bounded queue of a paused or rate-limited engine waits
+	// until a Resume or a lifted limit: keep lifting both while the goroutines finish, since
+	// their sequences may pause again.
+	finished := make(chan struct{})
+	go func() { wg.Wait(); close(finished) }()
+	select {
+	case <-finished:
+	case <-time.After(200 * time.Millisecond):
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		select {
+		case <-finished:
+		case <-time.After(time.Millisecond):
+			if time.Now().Before(deadline) {
+				e.Resume()
+				e.SetRate(math.Inf(1), 0)
+				continue
+			}
+			t.Fatalf("submitters still blocked 20 s into resuming: %d of them, %+v", e.BlockedSubmitters(), e.Counters())
+		}
+		break
+	}
 	e.Resume()
+	e.SetRate(math.Inf(1), 0)
 	e.Stop()
 	select {
 	case <-e.Exited():
@@ -145,19 +208,29 @@ func engineOperations(t *testing.T, in []byte) {
 		isRemoved[id] = true
 	}
 	n := int(min(next.Load(), most))
+	var accepted, full int
 	for id := range n {
-		want := int32(1)
-		if isRemoved[id] {
-			want = 0
+		r := Result(results[id].Load() - 1)
+		want := int32(0)
+		switch {
+		case r == Accepted && !isRemoved[id]:
+			want = 1
+		case r == Full:
+			full++
+		}
+		if r == Accepted {
+			accepted++
+		} else if isRemoved[id] {
+			t.Fatalf("task %d removed, but its submit returned %v", id, r)
 		}
 		if got := runs[id].Load(); got != want {
-			t.Fatalf("task %d (removed %v) ran %d times", id, isRemoved[id], got)
+			t.Fatalf("task %d (submit %v, removed %v) ran %d times", id, r, isRemoved[id], got)
 		}
 	}
 	c := e.Counters()
-	if c.Accepted != uint64(n) || c.Completed != uint64(n-len(removed)) || c.Removed != uint64(len(removed)) ||
-		c.Running != 0 || c.Waiting != 0 {
-		t.Fatalf("counters %+v after %d accepted, %d removed", c, n, len(removed))
+	if c.Accepted != uint64(accepted) || c.Completed != uint64(accepted-len(removed)) ||
+		c.Removed != uint64(len(removed)) || c.Rejected != uint64(full) || c.Running != 0 || c.Waiting != 0 {
+		t.Fatalf("counters %+v after %d accepted, %d removed, %d refused as full", c, accepted, len(removed), full)
 	}
 	if h, most := high.Load(), highest.Load(); h > most {
 		t.Fatalf("%d tasks ran at once; the largest limit set was %d", h, most)
