@@ -41,10 +41,13 @@ var errGoexit = errors.New("crew: task called runtime.Goexit")
 // a bounded queue is full. If p does not accept the task (it is stopped, or its non-blocking
 // queue is full), fn never runs and Wait returns [ErrStopped] or [ErrQueueFull] at once; a nil
 // fn gives [ErrNilTask]. A panic in fn is returned by Wait as a [*PanicError]; it does not reach
-// the pool's panic handler.
+// the pool's panic handler. It panics if p is nil.
 //
 // Go allocates the Future and nothing else per call.
 func Go[R any](p *Pool, fn func() (R, error)) *Future[R] {
+	if p == nil {
+		panic("crew: Go: p must not be nil")
+	}
 	f := &Future[R]{fn: fn}
 	f.wg.Add(1)
 	if fn == nil {

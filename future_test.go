@@ -1,6 +1,7 @@
 package crew_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"runtime"
@@ -362,5 +363,21 @@ func TestCompletedPanicsOnNilFuture(t *testing.T) {
 	checkPanics(t, []panicCase{
 		{"second nil", func() { crew.Completed(f, nil) }, "crew: Completed: fs[1] must not be nil"},
 		{"first nil", func() { crew.Completed(nil, f) }, "crew: Completed: fs[0] must not be nil"},
+	})
+}
+
+// Go, NewResults, Map and ForEach panic with a message naming the call when p is nil, as
+// their docs say, rather than with a nil dereference somewhere inside.
+func TestResultHelpersPanicOnNilPool(t *testing.T) {
+	ctx := context.Background()
+	checkPanics(t, []panicCase{
+		{"Go", func() { crew.Go(nil, func() (int, error) { return 0, nil }) }, "crew: Go: p must not be nil"},
+		{"NewResults", func() { crew.NewResults[int](ctx, nil) }, "crew: NewResults: p must not be nil"},
+		{"Map", func() {
+			crew.Map(ctx, nil, []int{1}, func(context.Context, int) (int, error) { return 0, nil })
+		}, "crew: Map: p must not be nil"},
+		{"ForEach", func() {
+			crew.ForEach(ctx, nil, slices.Values([]int{1}), func(context.Context, int) error { return nil })
+		}, "crew: ForEach: p must not be nil"},
 	})
 }

@@ -321,8 +321,11 @@ type Results[R any] struct {
 
 // NewResults returns a new Results that runs its functions on p, and the context they receive:
 // derived from ctx and canceled at the first error, with that error as its [context.Cause], or
-// when Wait returns.
+// when Wait returns. It panics if p is nil.
 func NewResults[R any](ctx context.Context, p *Pool) (*Results[R], context.Context) {
+	if p == nil {
+		panic("crew: NewResults: p must not be nil")
+	}
 	r := new(Results[R])
 	return r, r.g.init(p, ctx)
 }

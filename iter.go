@@ -20,10 +20,13 @@ import (
 // ends or a call fails. If in itself panics (or calls runtime.Goexit), ForEach cancels the
 // calls' context, waits for the calls in flight, and lets the panic go on to its caller: no
 // call outlives ForEach. If in or fn is nil, ForEach returns an error at once and calls
-// nothing; a nil fn's error matches [ErrNilTask] under [errors.Is].
+// nothing; a nil fn's error matches [ErrNilTask] under [errors.Is]. It panics if p is nil.
 //
 // ForEach allocates one small task per value.
 func ForEach[T any](ctx context.Context, p *Pool, in iter.Seq[T], fn func(context.Context, T) error) error {
+	if p == nil {
+		panic("crew: ForEach: p must not be nil")
+	}
 	if in == nil {
 		return errNilSeq
 	}
@@ -99,10 +102,13 @@ func (t *eachTask[T]) run() {
 // bounded queue is full; it then waits for the calls in flight and returns the first error.
 // The returned slice always has len(in) elements: those whose call failed or was never
 // scheduled hold the zero value. If fn is nil, Map returns an error that matches [ErrNilTask]
-// at once.
+// at once. It panics if p is nil.
 //
 // Map allocates the result slice and one small task per element.
 func Map[T, R any](ctx context.Context, p *Pool, in []T, fn func(context.Context, T) (R, error)) ([]R, error) {
+	if p == nil {
+		panic("crew: Map: p must not be nil")
+	}
 	out := make([]R, len(in))
 	if fn == nil {
 		return out, nilFnError("Map")

@@ -159,8 +159,8 @@ func keepSubWorker[T any](v T) bool {
 
 // StopNow stops the pool as [Pool.Stop] does, then takes every accepted task that has not
 // started out of the queue and returns the plain ones, in the order they would have started;
-// they never run. It includes the tasks of the pool's sub-pools ([Pool.Sub]), after the
-// pool's own. Functions of [Go], [Group], [Results], [Map] and [ForEach] taken out fail with
+// they never run. It includes the tasks of the pool's sub-pools ([Pool.Sub]) and of theirs,
+// at any depth, after the pool's own. Functions of [Go], [Group], [Results], [Map] and [ForEach] taken out fail with
 // [ErrStopped], so their Wait returns. Tasks already running go on; StopNow does not wait for
 // them. After Stop, StopNow still takes out what is queued; a paused pool's backlog is
 // abandoned this way. Submitters blocked on a full queue return [ErrStopped]. Every accepted
@@ -168,42 +168,76 @@ func keepSubWorker[T any](v T) bool {
 // to call from a task and concurrently with any other method.
 func (p *Pool) StopNow() []func() {
 	// Take the backlog out before Stop, which would resume a paused pool and start it, and
-	// again after, for what was accepted in between.
-	out := p.takeOut(nil)
+	// again after, for what was accepted in between. Taking a sub-pool's worker out frees its
+	// slot, and the sub-pool may then start its next queued task on a new worker, which waits
+	// in an ancestor's queue in turn: so after Stop, when nothing new is accepted, passes go on
+	// until one takes nothing out.
+	out, _ := p.takeOut(nil)
 	p.Stop()
-	return p.takeOut(out)
+	for took := true; took; {
+		out, took = p.takeOut(out)
+	}
+	return out
 }
 
-// takeOut appends p's queued plain tasks, and its sub-pools', to out; see StopNow.
-func (p *Pool) takeOut(out []func()) []func() {
-	if p.parent != nil {
-		// This pool's workers waiting in the parent's queue hold its oldest tasks.
-		for _, t := range p.parent.core.e.RemoveIf(func(t task) bool {
-			w, ok := t.(*subWorker)
-			return ok && w.pool == p
-		}) {
-			w := t.(*subWorker)
-			p.core.e.Abandon(w.first)
-			out = keep(out, w.first)
+// takeOut takes p's queued tasks out, and its sub-pools', appends the plain ones to out and
+// fails the others with ErrStopped (see StopNow). It reports whether it took anything out.
+func (p *Pool) takeOut(out []func()) ([]func(), bool) {
+	took := false
+	// This pool's workers waiting in the queues of the pools above hold its oldest tasks: in
+	// the parent's queue, and inside the workers of the pools between, in the queues above.
+	for above := p.parent; above != nil; above = above.parent {
+		for _, t := range above.core.e.RemoveIf(func(t task) bool { return carries(t, p) }) {
+			out = keep(out, unpackWorker(t))
+			took = true
 		}
 	}
-	return p.drain(out)
+	return p.drain(out, took)
+}
+
+// carries reports whether t is a worker of a sub-pool that runs, directly or through the
+// workers of the sub-pools between, a worker of p.
+func carries(t task, p *Pool) bool {
+	for {
+		w, ok := t.(*subWorker)
+		if !ok {
+			return false
+		}
+		if w.pool == p {
+			return true
+		}
+		t = w.first
+	}
+}
+
+// unpackWorker returns the task that t, if it is a sub-pool's worker taken out of its parent's
+// queue unrun, was started for, telling each pool on the way that the worker will not run. A
+// worker's task is itself a worker when the sub-pool has sub-pools of its own, one level per
+// generation: a sub-pool's first task travels up to the root pool's queue inside them
+// (TestStopNowReturnsTasksOfSubPoolsOfSubPools).
+func unpackWorker(t task) task {
+	for {
+		w, ok := t.(*subWorker)
+		if !ok {
+			return t
+		}
+		w.e.Abandon(w.first)
+		t = w.first
+	}
 }
 
 // drain takes p's queued tasks, and then its sub-pools', out, appends the plain ones to out
-// and fails the others with ErrStopped.
-func (p *Pool) drain(out []func()) []func() {
+// and fails the others with ErrStopped. It reports whether it, or an earlier step (took), took
+// anything out.
+func (p *Pool) drain(out []func(), took bool) ([]func(), bool) {
 	for _, t := range p.core.e.Remove() {
-		if w, ok := t.(*subWorker); ok {
-			w.e.Abandon(w.first)
-			t = w.first
-		}
-		out = keep(out, t)
+		out = keep(out, unpackWorker(t))
+		took = true
 	}
 	for _, c := range p.subs() {
-		out = c.drain(out)
+		out, took = c.drain(out, took)
 	}
-	return out
+	return out, took
 }
 
 func keep(out []func(), t task) []func() {

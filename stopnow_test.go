@@ -3,6 +3,7 @@ package crew_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 
@@ -118,6 +119,68 @@ func TestStopNowIncludesSubPoolTasks(t *testing.T) {
 			s := sub.Stats()
 			if s.Running != 0 || s.Waiting != 0 || s.Accepted != s.Completed+crew.Removed(sub) {
 				t.Fatalf("sub-pool stats %+v, removed %d", s, crew.Removed(sub))
+			}
+		})
+	}
+}
+
+// Pool.StopNow includes the tasks of its sub-pools' sub-pools, however deep: a sub-pool's
+// first task waits in the root pool's queue inside one worker per generation. Each pool's
+// StopNow returns its own tasks and those below it, none of them runs, every other task runs
+// once, and every pool's counters add up.
+func TestStopNowReturnsTasksOfSubPoolsOfSubPools(t *testing.T) {
+	for stopped := range 4 { // which pool's StopNow: the root, or the sub-pool at depth 1 to 3
+		t.Run(fmt.Sprint("depth ", stopped), func(t *testing.T) {
+			p := crew.New(1)
+			release := holdWorkers(t, plainPool{p}, 1, 0)
+			pools := []*crew.Pool{p}
+			for range 3 {
+				pools = append(pools, pools[len(pools)-1].Sub(2))
+			}
+			var ran [4]atomic.Int64
+			var returned [4]int
+			var replaying atomic.Bool // the test calls the returned tasks to see whose they are
+			for round := range 2 {
+				for depth := len(pools) - 1; depth >= 0; depth-- { // the deepest first
+					if depth == 0 && round == 0 {
+						continue // the root's own task waits behind the sub-pools' workers
+					}
+					err := pools[depth].Submit(func() {
+						if replaying.Load() {
+							returned[depth]++
+							return
+						}
+						ran[depth].Add(1)
+					})
+					if err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			got := pools[stopped].StopNow()
+			release()
+			p.StopAndWait()
+			replaying.Store(true)
+			for _, f := range got {
+				f()
+			}
+			for depth := range pools {
+				want := 2 // submitted
+				if depth == 0 {
+					want = 1
+				}
+				wantReturned := 0
+				if depth >= stopped {
+					wantReturned = want
+				}
+				if returned[depth] != wantReturned || ran[depth].Load() != int64(want-wantReturned) {
+					t.Errorf("pool at depth %d: %d returned (want %d), %d ran (want %d)",
+						depth, returned[depth], wantReturned, ran[depth].Load(), want-wantReturned)
+				}
+				s := pools[depth].Stats()
+				if s.Running != 0 || s.Waiting != 0 {
+					t.Errorf("pool at depth %d: stats %+v", depth, s)
+				}
 			}
 		})
 	}

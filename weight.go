@@ -11,7 +11,8 @@ import (
 // SubmitN is [Pool.Submit] for a task that holds n of the pool's MaxWorkers slots while it
 // runs, for work that uses several cores or a resource sized in workers. The weights of the
 // running tasks never sum above MaxWorkers (on a sub-pool, above its limit or any of its
-// ancestors'), and [Stats].Running counts such a task once.
+// ancestors'), and [Stats].Running counts such a task once. A task held back by
+// [Pool.Pause], or taken out by [Pool.StopNow], holds no slot.
 //
 // Tasks start in the order they were accepted: a task at the head of the queue that does
 // not fit waits until enough running tasks return, and the tasks behind it wait too, even

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/crewgo/crew"
 )
@@ -208,4 +209,54 @@ func TestSubmitNInputValidation(t *testing.T) {
 			"crew: SubmitNContext: n must be >= 1, got 0"},
 	}
 	checkPanics(t, tests)
+}
+
+// TestSubmitNHeldBackTaskHoldsNoSlot proves SubmitN's promise that a task held back by Pause
+// holds no slot: weighted tasks handed to workers while Pause and Resume alternate, some of
+// them given back unrun, leave the pool its full limit once they have run.
+func TestSubmitNHeldBackTaskHoldsNoSlot(t *testing.T) {
+	tasks := 20_000
+	if testing.Short() {
+		tasks = 5_000
+	}
+	p := crew.New(4)
+	defer p.StopAndWait()
+	var submitted atomic.Bool
+	toggled := make(chan struct{})
+	go func() { // Pause and Resume alternate until every task is in
+		defer close(toggled)
+		for !submitted.Load() {
+			p.Pause()
+			p.Resume()
+		}
+	}()
+	var ran atomic.Int64
+	for range tasks {
+		if err := p.SubmitN(3, func() { ran.Add(1) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	submitted.Store(true)
+	<-toggled
+	p.Resume()
+	p.Wait()
+	if ran.Load() != int64(tasks) {
+		t.Fatalf("%d of %d tasks ran", ran.Load(), tasks)
+	}
+	// Four tasks of weight 1 that wait for a release all run before it only with all four
+	// slots free.
+	var started atomic.Int32
+	release := make(chan struct{})
+	defer close(release)
+	for range 4 {
+		p.Submit(func() {
+			started.Add(1)
+			<-release
+		})
+	}
+	for deadline := time.Now().Add(10 * time.Second); started.Load() < 4; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of four tasks of weight 1 running at once on a pool of 4: %+v", started.Load(), p.Stats())
+		}
+	}
 }

@@ -153,6 +153,7 @@ func (e *Engine[T]) rest(w *worker[T]) bool {
 // the queue: the engine holds starts back. Callers hold e.mu, with e.waking already lowered.
 func (e *Engine[T]) giveBack(first T, since int64) {
 	e.unrun()
+	e.unhold(first)
 	e.queue.PushFront(first)
 	if e.timed {
 		e.stamps.PushFront(since)

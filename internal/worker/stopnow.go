@@ -11,6 +11,7 @@ func (e *Engine[T]) Abandon(first T) {
 	e.mu.Lock()
 	e.waking--
 	e.unrun()
+	e.unhold(first)
 	e.removed++
 	e.pending--
 	if e.pending == 0 && e.drained != nil {

@@ -51,6 +51,16 @@ func (e *Engine[T]) hold(arg T) {
 	}
 }
 
+// unhold takes back what hold counted for arg, which was handed out and is given back unrun
+// (a pause, or StopNow taking a sub-pool's worker out). Without it the slots stayed held
+// for good and the engine ran fewer tasks than its limit from then on
+// (TestGivenBackWeightedTaskFreesItsSlots). Callers hold e.mu.
+func (e *Engine[T]) unhold(arg T) {
+	if e.sched != 0 {
+		e.held -= e.weight(arg) - 1
+	}
+}
+
 // Unhold gives back n slots held by a weighted task that is returning, and starts what now
 // fits.
 func (e *Engine[T]) Unhold(n int) {

@@ -1,0 +1,42 @@
+package worker
+
+import "testing"
+
+// TestAbandonedWeightedFirstFreesItsSlots: Abandon settles everything the hand-out of a
+// Config.Start worker's first task counted, its extra slots included (unhold, weight.go).
+func TestAbandonedWeightedFirstFreesItsSlots(t *testing.T) {
+	e, starts := weightedStartEngine()
+	submit(t, e, 3)
+	e.Abandon(<-starts)
+	if held := e.heldSlots(); held != 0 {
+		t.Fatalf("%d slots held after Abandon, want 0", held)
+	}
+	if c := e.Counters(); c.Running != 0 || c.Removed != 1 || c.Workers != 0 {
+		t.Fatalf("counters after Abandon: %+v", c)
+	}
+	stopAndWait(e)
+}
+
+// heldSlots returns the slots held by running weighted tasks beyond one each.
+func (e *Engine[T]) heldSlots() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.held
+}
+
+// weightedStartEngine returns an engine of limit 4 whose tasks weigh their value and run on
+// Config.Start workers, whose first tasks it sends on starts; a task gives its extra slots
+// back as it runs.
+func weightedStartEngine() (*Engine[int], chan int) {
+	starts := make(chan int, 1)
+	var e *Engine[int]
+	e = New(Config[int]{
+		Run:          func(n int) { e.Unhold(n - 1) },
+		Weight:       func(n int) int { return n },
+		MaxWorkers:   4,
+		PanicHandler: noPanic,
+		Start:        func(first int, _ int64) { starts <- first },
+	})
+	e.UseWeights()
+	return e, starts
+}
