@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/crewgo/crew"
 	"github.com/crewgo/crew/internal/racetest"
@@ -269,6 +271,68 @@ func TestStressStopNowRacingSubmitters(t *testing.T) {
 		}
 		if total != accepted.Load() {
 			t.Fatalf("round %d: ran or returned %d, accepted %d", round, total, accepted.Load())
+		}
+	}
+}
+
+// Under load, Pool.StopNow on any pool of a chain of sub-pools, paused or not, keeps its
+// promise: every accepted task runs exactly once or is returned, never both, while a
+// submitter fills every pool of the chain with tasks that return, panic with nil, call
+// runtime.Goexit or sleep.
+func TestStopNowOnNestedSubPoolsUnderLoad(t *testing.T) {
+	rounds := 100
+	if testing.Short() {
+		rounds = 20
+	}
+	for round := range rounds {
+		p := crew.New(3, crew.WithPanicHandler(func(any, []byte) {}))
+		pools := []*crew.Pool{p}
+		for _, limit := range []int{5, 2, 7} {
+			pools = append(pools, pools[len(pools)-1].Sub(limit))
+		}
+		const tasks = 300
+		var ran, returned [tasks]atomic.Int32
+		var accepted [tasks]bool
+		var replaying atomic.Bool // the test calls the returned tasks to see which they are
+		submitted := make(chan struct{})
+		go func() {
+			defer close(submitted)
+			for i := range tasks {
+				accepted[i] = pools[i%len(pools)].Submit(func() {
+					if replaying.Load() {
+						returned[i].Add(1)
+						return
+					}
+					ran[i].Add(1)
+					switch i % 5 {
+					case 1:
+						runtime.Goexit()
+					case 2:
+						panic(nil)
+					case 3:
+						time.Sleep(10 * time.Microsecond)
+					}
+				}) == nil
+			}
+		}()
+		time.Sleep(time.Duration(round%5) * 50 * time.Microsecond)
+		stopped := 1 + round%3 // a sub-pool at depth 1 to 3
+		if round%2 == 1 {
+			pools[stopped].Pause()
+		}
+		got := pools[stopped].StopNow()
+		<-submitted
+		p.StopAndWait()
+		replaying.Store(true)
+		for _, f := range got {
+			f()
+		}
+		for i := range tasks {
+			r, b := ran[i].Load(), returned[i].Load()
+			if accepted[i] && r+b != 1 || !accepted[i] && r+b != 0 {
+				t.Fatalf("round %d, StopNow at depth %d: task %d of depth %d (accepted %v) ran %d times and was returned %d times",
+					round, stopped, i, i%len(pools), accepted[i], r, b)
+			}
 		}
 	}
 }
