@@ -160,12 +160,12 @@ func keepSubWorker[T any](v T) bool {
 // StopNow stops the pool as [Pool.Stop] does, then takes every accepted task that has not
 // started out of the queue and returns the plain ones, in the order they would have started;
 // they never run. It includes the tasks of the pool's sub-pools ([Pool.Sub]) and of theirs,
-// at any depth, after the pool's own. Functions of [Go], [Group], [Results], [Map] and [ForEach] taken out fail with
-// [ErrStopped], so their Wait returns. Tasks already running go on; StopNow does not wait for
-// them. After Stop, StopNow still takes out what is queued; a paused pool's backlog is
-// abandoned this way. Submitters blocked on a full queue return [ErrStopped]. Every accepted
-// task either runs exactly once or is returned (or failed) by StopNow, never both. It is safe
-// to call from a task and concurrently with any other method.
+// at any depth, after the pool's own. Functions of [Go], [Group], [Results], [Map] and
+// [ForEach] taken out fail with [ErrStopped], so their Wait returns. Tasks already running go
+// on; StopNow does not wait for them. After Stop, StopNow still takes out what is queued; a
+// paused pool's backlog is abandoned this way. Submitters blocked on a full queue return
+// [ErrStopped]. Every accepted task either runs exactly once or is returned (or failed) by
+// StopNow, never both. It is safe to call from a task and concurrently with any other method.
 func (p *Pool) StopNow() []func() {
 	// Take the backlog out before Stop, which would resume a paused pool and start it, and
 	// again after, for what was accepted in between. Taking a sub-pool's worker out frees its
@@ -192,7 +192,8 @@ func (p *Pool) takeOut(out []func()) ([]func(), bool) {
 			took = true
 		}
 	}
-	return p.drain(out, took)
+	out, drained := p.drain(out)
+	return out, took || drained
 }
 
 // carries reports whether t is a worker of a sub-pool that runs, directly or through the
@@ -227,15 +228,17 @@ func unpackWorker(t task) task {
 }
 
 // drain takes p's queued tasks, and then its sub-pools', out, appends the plain ones to out
-// and fails the others with ErrStopped. It reports whether it, or an earlier step (took), took
-// anything out.
-func (p *Pool) drain(out []func(), took bool) ([]func(), bool) {
-	for _, t := range p.core.e.Remove() {
+// and fails the others with ErrStopped. It reports whether it took anything out.
+func (p *Pool) drain(out []func()) ([]func(), bool) {
+	removed := p.core.e.Remove()
+	for _, t := range removed {
 		out = keep(out, unpackWorker(t))
-		took = true
 	}
+	took := len(removed) > 0
 	for _, c := range p.subs() {
-		out, took = c.drain(out, took)
+		var drained bool
+		out, drained = c.drain(out)
+		took = took || drained
 	}
 	return out, took
 }

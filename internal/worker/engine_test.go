@@ -40,6 +40,12 @@ func submit[T any](t *testing.T, e *Engine[T], arg T) {
 	}
 }
 
+// raise sets x to n if n is larger, for high-water marks kept by concurrent goroutines.
+func raise(x *atomic.Int32, n int32) {
+	for h := x.Load(); n > h && !x.CompareAndSwap(h, n); h = x.Load() {
+	}
+}
+
 // stopAndWait stops e and waits until its last goroutine is gone.
 func stopAndWait[T any](e *Engine[T]) {
 	e.Stop()
@@ -238,13 +244,7 @@ func TestResizeStormLosesNothing(t *testing.T) {
 	var live, high atomic.Int32
 	e := New(Config[int]{
 		Run: func(i int) {
-			n := live.Add(1)
-			for {
-				h := high.Load()
-				if n <= h || high.CompareAndSwap(h, n) {
-					break
-				}
-			}
+			raise(&high, live.Add(1))
 			runs[i].Add(1)
 			live.Add(-1)
 		},

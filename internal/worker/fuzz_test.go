@@ -86,9 +86,7 @@ func engineOperations(t *testing.T, in []byte, ops [10]int) {
 	highest.Store(int32(limit))
 	e := New(Config[int]{
 		Run: func(i int) {
-			n := live.Add(1)
-			for h := high.Load(); n > h && !high.CompareAndSwap(h, n); h = high.Load() {
-			}
+			raise(&high, live.Add(1))
 			runs[i].Add(1)
 			if i%7 == 0 {
 				time.Sleep(time.Microsecond)
@@ -125,8 +123,7 @@ func engineOperations(t *testing.T, in []byte, ops [10]int) {
 					}
 				case opResize:
 					n := 1 + arg*limit/15
-					for h := highest.Load(); int32(n) > h && !highest.CompareAndSwap(h, int32(n)); h = highest.Load() {
-					}
+					raise(&highest, int32(n))
 					e.Resize(n)
 				case opPause:
 					e.Pause()

@@ -111,15 +111,18 @@ func (e *Engine[T]) resumeForStop() []launch[T] {
 
 // unrun takes back the count of a worker that Start promised and that will never serve first:
 // handOut counted it running, a worker, alive and waking. Callers hold e.mu.
-func (e *Engine[T]) unrun() {
-	e.unslot()
+func (e *Engine[T]) unrun(first T) {
+	e.unslot(first)
 	e.workers--
 	e.alive--
 }
 
-// unslot frees the slot of a task that was handed out and then given back unrun. Callers
-// hold e.mu.
-func (e *Engine[T]) unslot() {
+// unslot frees the slots of arg, a task that was handed out and then given back unrun: the
+// one it ran in and, for a weighted task, those hold counted beyond it. Without the latter
+// the slots stayed held for good and the engine ran fewer tasks than its limit from then on
+// (TestGivenBackWeightedTaskFreesItsSlots). Callers hold e.mu.
+func (e *Engine[T]) unslot(arg T) {
+	e.unhold(arg)
 	e.running--
 	if e.running == 0 && e.quiet != nil {
 		close(e.quiet)
@@ -141,7 +144,7 @@ func (e *Engine[T]) rest(w *worker[T]) bool {
 	// dispatch found no worker to start it on: this one was neither parked nor free to be
 	// counted as a new one. So once parked, it dispatches, which may hand it the task again.
 	// Without this, the task waited with every worker parked until the next submit, and after
-	// Stop for ever (TestRestingWorkerStartsWhatAResumeLeft, found by FuzzLaneOperations).
+	// Stop for ever (TestRestingWorkerStartsWhatAResumeLeft, found by FuzzEngineOperations).
 	e.park(w)
 	starts := e.dispatch()
 	e.mu.Unlock()
@@ -152,8 +155,7 @@ func (e *Engine[T]) rest(w *worker[T]) bool {
 // giveBack puts first, which a Config.Start worker was about to run, back at the front of
 // the queue: the engine holds starts back. Callers hold e.mu, with e.waking already lowered.
 func (e *Engine[T]) giveBack(first T, since int64) {
-	e.unrun()
-	e.unhold(first)
+	e.unrun(first)
 	e.queue.PushFront(first)
 	if e.timed {
 		e.stamps.PushFront(since)

@@ -63,7 +63,7 @@ func restAndServe(t *testing.T, e *Engine[int], w *worker[int]) {
 }
 
 // TestGivenBackWeightedTaskFreesItsSlots: a weighted task handed out and then given back
-// because the engine was paused no longer holds its extra slots (unhold, weight.go); once it
+// because the engine was paused no longer holds its extra slots (unslot, pause.go); once it
 // has run, nothing is held.
 func TestGivenBackWeightedTaskFreesItsSlots(t *testing.T) {
 	ran := make(chan int, 1)
@@ -103,9 +103,7 @@ func TestGivenBackWeightedFirstFreesItsSlots(t *testing.T) {
 	submit(t, e, 3)
 	first := <-starts
 	e.Pause()
-	served := make(chan struct{})
-	go func() { e.Serve(first, 0); close(served) }()
-	<-served
+	e.Serve(first, 0) // gives first back and returns
 	if held := e.heldSlots(); held != 0 {
 		t.Fatalf("%d slots held after the first task was given back, want 0", held)
 	}

@@ -174,8 +174,7 @@ func (e *Engine[T]) begin(w *worker[T], arg T) bool {
 	e.lock()
 	e.waking--
 	if e.gated != 0 && e.Halted() {
-		e.unslot()
-		e.unhold(arg)
+		e.unslot(arg)
 		e.queue.PushFront(arg)
 		if e.timed {
 			e.stamps.PushFront(w.since)

@@ -10,8 +10,7 @@ package worker
 func (e *Engine[T]) Abandon(first T) {
 	e.mu.Lock()
 	e.waking--
-	e.unrun()
-	e.unhold(first)
+	e.unrun(first)
 	e.removed++
 	e.pending--
 	if e.pending == 0 && e.drained != nil {

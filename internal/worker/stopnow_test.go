@@ -3,7 +3,7 @@ package worker
 import "testing"
 
 // TestAbandonedWeightedFirstFreesItsSlots: Abandon settles everything the hand-out of a
-// Config.Start worker's first task counted, its extra slots included (unhold, weight.go).
+// Config.Start worker's first task counted, its extra slots included (unslot, pause.go).
 func TestAbandonedWeightedFirstFreesItsSlots(t *testing.T) {
 	e, starts := weightedStartEngine()
 	submit(t, e, 3)

@@ -51,10 +51,8 @@ func (e *Engine[T]) hold(arg T) {
 	}
 }
 
-// unhold takes back what hold counted for arg, which was handed out and is given back unrun
-// (a pause, or StopNow taking a sub-pool's worker out). Without it the slots stayed held
-// for good and the engine ran fewer tasks than its limit from then on
-// (TestGivenBackWeightedTaskFreesItsSlots). Callers hold e.mu.
+// unhold takes back what hold counted for arg, which is given back unrun (unslot). Callers
+// hold e.mu.
 func (e *Engine[T]) unhold(arg T) {
 	if e.sched != 0 {
 		e.held -= e.weight(arg) - 1
