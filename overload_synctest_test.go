@@ -134,3 +134,56 @@ func TestSetRateLimitInfRemovesTheLimit(t *testing.T) {
 		p.StopAndWait()
 	})
 }
+
+// Pool.StopNow inside a testing/synctest bubble, on a chain of three sub-pools whose root's
+// one worker is busy: StopNow on the first and on the third at once, with the root's Stop
+// beside them, returns every task queued in the sub-pools exactly once between them, and
+// none of those runs; the root's own tasks still run. The bubble ends with no goroutine left.
+func TestStopNowOnSubPoolsOfSubPoolsInABubble(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := crew.New(1)
+		release := make(chan struct{})
+		if err := p.Submit(func() { <-release }); err != nil {
+			t.Fatal(err)
+		}
+		pools := []*crew.Pool{p}
+		for range 3 {
+			pools = append(pools, pools[len(pools)-1].Sub(2))
+		}
+		var ran [4]atomic.Int32
+		for range 2 {
+			for depth := 3; depth >= 0; depth-- {
+				if err := pools[depth].Submit(func() { ran[depth].Add(1) }); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		synctest.Wait()
+		var got [2][]func()
+		var wg sync.WaitGroup
+		for k, depth := range []int{1, 3} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				got[k] = pools[depth].StopNow()
+			}()
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p.Stop()
+		}()
+		wg.Wait()
+		close(release)
+		p.StopAndWait()
+		if r := [4]int32{ran[0].Load(), ran[1].Load(), ran[2].Load(), ran[3].Load()}; r != [4]int32{2, 0, 0, 0} {
+			t.Fatalf("tasks run per depth: %v, want the root's two only", r)
+		}
+		for _, f := range append(got[0], got[1]...) {
+			f()
+		}
+		if r := [4]int32{ran[0].Load(), ran[1].Load(), ran[2].Load(), ran[3].Load()}; r != [4]int32{2, 2, 2, 2} {
+			t.Fatalf("tasks returned per depth, after the root's two that ran: %v, want two of each sub-pool once", r)
+		}
+	})
+}

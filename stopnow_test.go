@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -275,17 +278,28 @@ func TestStressStopNowRacingSubmitters(t *testing.T) {
 	}
 }
 
-// Under load, Pool.StopNow on any pool of a chain of sub-pools, paused or not, keeps its
-// promise: every accepted task runs exactly once or is returned, never both, while a
-// submitter fills every pool of the chain with tasks that return, panic with nil, call
-// runtime.Goexit or sleep.
+// Under load, Pool.StopNow on any pool of a chain of sub-pools, paused or not, and two of
+// them at once on different pools, keeps its promise: every accepted task runs exactly once
+// or is returned by one of them, never both, while a submitter fills every pool of the chain
+// with tasks that return, panic with nil, call runtime.Goexit or sleep, and the panic handler
+// itself panics with nil or calls runtime.Goexit.
 func TestStopNowOnNestedSubPoolsUnderLoad(t *testing.T) {
 	rounds := 100
 	if testing.Short() {
 		rounds = 20
 	}
+	// The handler's own panics go to the default handler, which logs them: not here.
+	old := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	defer slog.SetDefault(old)
 	for round := range rounds {
-		p := crew.New(3, crew.WithPanicHandler(func(any, []byte) {}))
+		var handled atomic.Int32
+		p := crew.New(3, crew.WithPanicHandler(func(any, []byte) {
+			if handled.Add(1)%2 == 0 {
+				runtime.Goexit()
+			}
+			panic(nil)
+		}))
 		pools := []*crew.Pool{p}
 		for _, limit := range []int{5, 2, 7} {
 			pools = append(pools, pools[len(pools)-1].Sub(limit))
@@ -320,7 +334,18 @@ func TestStopNowOnNestedSubPoolsUnderLoad(t *testing.T) {
 		if round%2 == 1 {
 			pools[stopped].Pause()
 		}
+		var also []func() // from a second StopNow at once, on the pool below or the root
+		var other sync.WaitGroup
+		if round%4 >= 2 {
+			other.Add(1)
+			go func() {
+				defer other.Done()
+				also = pools[(stopped+1)%len(pools)].StopNow()
+			}()
+		}
 		got := pools[stopped].StopNow()
+		other.Wait()
+		got = append(got, also...)
 		<-submitted
 		p.StopAndWait()
 		replaying.Store(true)
