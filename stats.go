@@ -44,6 +44,13 @@ type Stats struct {
 	// CallerRan counts tasks that [CallerRuns] ran on their submitter; they are also in
 	// Accepted and in Completed or Panicked.
 	CallerRan uint64
+	// Returned counts accepted tasks that [Pool.StopNow] took out of the queue unrun: plain
+	// tasks it handed back, and the functions of futures, groups and maps it failed with
+	// [ErrStopped]. They never ran.
+	Returned uint64
+	// Skipped counts accepted functions that never ran because their own context ended before
+	// a worker took them. Plain tasks carry no context and are never skipped.
+	Skipped uint64
 	// Paused reports whether the pool is paused ([Pool.Pause]); a sub-pool held back by its
 	// parent's pause reports false.
 	Paused bool
@@ -62,6 +69,7 @@ func statsOf(c worker.Counters) Stats {
 		Canceled:   c.Canceled,
 		Discarded:  c.Discarded,
 		CallerRan:  c.CallerRan,
+		Returned:   c.Removed,
 		Paused:     c.Paused,
 	}
 }
