@@ -22,7 +22,7 @@ func (e *Engine[T]) Submit(arg T, wait bool, done <-chan struct{}) Result {
 	// for a plain engine that is written out, as most submits under load take it (see next).
 	var s launch[T]
 	var ok bool
-	if q := &e.queue.Queue; e.plain() && q.Len() > 0 && (e.cfg.QueueSize == 0 || q.Len() < e.cfg.QueueSize) {
+	if q := &e.queue.fifo; e.plain() && q.Len() > 0 && (e.cfg.QueueSize == 0 || q.Len() < e.cfg.QueueSize) {
 		q.Push(arg)
 		e.accept()
 	} else if s, ok = e.route(arg, true); !ok {

@@ -188,11 +188,11 @@ func (e *Engine[T]) handlePanic(v any, stack []byte) {
 // submitter's plain case").
 func (e *Engine[T]) next(w *worker[T], panicked bool) (T, bool) {
 	e.lock()
-	if !panicked && e.plain() && e.blocked.head == nil && e.queue.Queue.Len() > 0 &&
+	if !panicked && e.plain() && e.blocked.head == nil && e.queue.fifo.Len() > 0 &&
 		e.workers <= e.max && e.running <= e.max {
 		e.completed++
 		e.pending--
-		arg, _ := e.queue.Queue.Pop()
+		arg, _ := e.queue.fifo.Pop()
 		e.mu.Unlock()
 		return arg, true
 	}
@@ -237,7 +237,7 @@ func (e *Engine[T]) take() (T, bool) {
 	if e.sched|e.gated != 0 || e.queue.lv != nil { // plain but for the clock, which dequeue serves
 		return e.takeGuarded()
 	}
-	if e.workers > e.max || e.running >= e.max || e.queue.Queue.Len() == 0 {
+	if e.workers > e.max || e.running >= e.max || e.queue.fifo.Len() == 0 {
 		var zero T
 		return zero, false
 	}

@@ -29,9 +29,14 @@ import "github.com/crewgo/crew/internal/queue"
 const gateTurns = gateWeights << 1
 
 // levelQueue is the engine's queue of waiting tasks: the plain FIFO, or one FIFO per level.
+//
+// The plain FIFO is a named field, not embedded: embedded, its methods that levelQueue does
+// not redefine (PushFront did) reached the plain FIFO while lv was set, where Len, Peek and
+// Pop never look, and a task given back by a pause was lost
+// (TestPauseStormWithPrioritisedSubPoolsLosesNoTask).
 type levelQueue[T any] struct {
-	queue.Queue[T] // every task while lv is nil
-	lv             *levels[T]
+	fifo queue.Queue[T] // every task while lv is nil
+	lv   *levels[T]
 }
 
 // levels holds one FIFO per level, highest level first.
@@ -71,7 +76,7 @@ func (e *Engine[T]) QueuedFrom(level int) (above, at bool) {
 
 func (q *levelQueue[T]) Len() int {
 	if q.lv == nil {
-		return q.Queue.Len()
+		return q.fifo.Len()
 	}
 	return q.lv.n
 }
@@ -86,21 +91,31 @@ func (q *levelQueue[T]) Push(v T) {
 		q.lv.push(v)
 		return
 	}
-	q.Queue.Push(v)
+	q.fifo.Push(v)
 }
 
 func (q *levelQueue[T]) Peek() (T, bool) {
 	if q.lv != nil {
 		return q.lv.peek()
 	}
-	return q.Queue.Peek()
+	return q.fifo.Peek()
+}
+
+// PushFront puts v back at the head of its level: a task given back unrun.
+func (q *levelQueue[T]) PushFront(v T) {
+	if q.lv != nil {
+		q.lv.of(q.lv.level(v)).PushFront(v)
+		q.lv.n++
+		return
+	}
+	q.fifo.PushFront(v)
 }
 
 func (q *levelQueue[T]) Pop() (T, bool) {
 	if q.lv != nil {
 		return q.lv.pop()
 	}
-	return q.Queue.Pop()
+	return q.fifo.Pop()
 }
 
 //go:noinline
@@ -133,7 +148,7 @@ func (l *levels[T]) pop() (T, bool) {
 }
 
 func (q *levelQueue[T]) Free() {
-	q.Queue.Free()
+	q.fifo.Free()
 	if q.lv != nil {
 		for _, l := range q.lv.qs {
 			l.q.Free()
@@ -169,7 +184,7 @@ func (e *Engine[T]) UseLevels() {
 	}
 	lv := &levels[T]{level: e.cfg.Level}
 	for {
-		v, ok := e.queue.Queue.Pop()
+		v, ok := e.queue.fifo.Pop()
 		if !ok {
 			break
 		}

@@ -83,7 +83,7 @@ func (e *Engine[T]) route(arg T, bounded bool) (s launch[T], ok bool) {
 		}
 	}
 	if e.queue.lv == nil {
-		e.queue.Queue.Push(arg) // the plain queue without levelQueue's call: see priority.go
+		e.queue.fifo.Push(arg) // the plain queue without levelQueue's call: see priority.go
 	} else {
 		e.queue.Push(arg)
 	}

@@ -98,7 +98,7 @@ func putWaiter[T any](w *waiter[T], bubbled bool) {
 // into the room just made. Callers hold e.mu.
 func (e *Engine[T]) dequeue() (arg T, ok bool) {
 	if e.queue.lv == nil {
-		arg, ok = e.queue.Queue.Pop() // the plain queue without levelQueue's call: see priority.go
+		arg, ok = e.queue.fifo.Pop() // the plain queue without levelQueue's call: see priority.go
 	} else {
 		arg, ok = e.queue.Pop()
 	}
