@@ -105,3 +105,74 @@ func TestChainOfSubPoolsDrainsAfterResizeAndPauseStorms(t *testing.T) {
 		t.Fatalf("%d tasks accepted, %d ran", a, r)
 	}
 }
+
+// TestParentShrinkBoundsSubPools proves that once a parent's shrinking Resize has returned,
+// no task of a sub-pool starts while the parent runs its new limit or more.
+func TestParentShrinkBoundsSubPools(t *testing.T) {
+	p := crew.New(8)
+	defer p.StopAndWait()
+	sub := p.Sub(8)
+	var shrunk atomic.Bool
+	var running, over atomic.Int64
+	gate := make(chan struct{})
+	for range 200 {
+		must(t, sub.Submit(func() {
+			n := running.Add(1)
+			if shrunk.Load() && n > 2 {
+				over.Store(n)
+			}
+			<-gate
+			running.Add(-1)
+		}))
+	}
+	waitFor(t, "8 sub-pool tasks running", func() bool { return running.Load() == 8 })
+	p.Resize(2)
+	// Every task that starts from now on must find at most 2 running, itself included; the
+	// 8 already running finish first.
+	shrunk.Store(true)
+	for i := 0; i < 200; i++ {
+		gate <- struct{}{}
+	}
+	p.Wait()
+	if n := over.Load(); n != 0 {
+		t.Fatalf("a sub-pool task started with %d running after the parent shrank to 2", n)
+	}
+}
+
+// TestPriorityHoldsAcrossResume proves that after a parent's Resume, a higher-level
+// sub-pool's task starts before a lower-level one queued earlier, whatever the parent's size.
+func TestPriorityHoldsAcrossResume(t *testing.T) {
+	for _, size := range []int{1, 2, 8} {
+		for range 50 {
+			p := crew.New(size)
+			low := p.Sub(1)
+			high := p.Sub(1, crew.WithPriority(1))
+			// Every worker but one is busy, so the two tasks compete for one slot.
+			var releases []chan struct{}
+			for range size - 1 {
+				task, started, release := blocker()
+				must(t, p.Submit(task))
+				<-started
+				releases = append(releases, release)
+			}
+			p.Pause()
+			var mu sync.Mutex
+			var order []string
+			record := func(s string) func() {
+				return func() { mu.Lock(); order = append(order, s); mu.Unlock() }
+			}
+			must(t, low.Submit(record("low")))
+			must(t, high.Submit(record("high")))
+			p.Resume()
+			low.Wait()
+			high.Wait()
+			for _, r := range releases {
+				close(r)
+			}
+			p.StopAndWait()
+			if len(order) != 2 || order[0] != "high" {
+				t.Fatalf("parent of %d: after Resume the tasks started in the order %v", size, order)
+			}
+		}
+	}
+}

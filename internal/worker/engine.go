@@ -56,13 +56,15 @@ const (
 	Canceled               // the context ended first; the task never runs
 )
 
-// Gate is what a sub-pool's engine asks its parent's before a start: Halted reports whether
-// it or an ancestor is paused, Tokens takes a start's rate token from it and every ancestor
-// that limits the rate (reporting false, and arming a timer, when one is out). Both take no
-// engine lock: they are called with the sub-pool's held. *Engine implements it.
+// Gate is what a sub-pool's engine asks its parent's. Halted reports whether it or an
+// ancestor is paused. Admits reports whether a worker of the sub-pool, which holds one of
+// the parent's slots, may go on to another task: no ancestor is paused, none runs more than
+// its limit, and each that limits the rate gives a token (taken; when one is out it arms a
+// timer and reports false). Halted takes no lock; Admits takes each ancestor's lock in turn,
+// never two at once, and is called with the sub-pool's held. *Engine implements it.
 type Gate interface {
 	Halted() bool
-	Tokens() bool
+	Admits() bool
 }
 
 // Config holds an Engine's settings. Validation is the caller's job.
@@ -96,8 +98,10 @@ type Config[T any] struct {
 	Now func() time.Time
 	// Observer, when set, is told when each task starts and ends: see observe.go.
 	Observer Observer[T]
-	// Parent, when set, is the engine whose workers run this one's (a sub-pool's parent):
-	// its pause and its rate limit hold this engine's starts back too. See pause.go.
+	// Parent, when set, is the engine whose workers run this one's (a sub-pool's parent). A
+	// task of this engine starts on a worker of the parent, which the parent starts under
+	// its own limit, pause, rate and priority, and so on up; a worker that goes on to another
+	// task of this engine asks Parent.Admits first. See pause.go.
 	Parent Gate
 	// Woke, when set, is called with no lock held after a Resume, a rate token falling due or
 	// a rate change lifted a reason to hold starts back, so that sub-pools whose starts this

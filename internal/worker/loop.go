@@ -16,8 +16,12 @@ func (e *Engine[T]) Serve(first T, since int64) {
 	e.lock()
 	e.waking--
 	if e.gated != 0 && e.Halted() {
+		// The task goes back to the front of the queue and a new worker is forwarded for
+		// it, to wait in the paused ancestor's queue.
 		e.giveBack(first, since)
+		starts := e.dispatch()
 		e.mu.Unlock()
+		e.launchAll(starts)
 		return
 	}
 	s := e.passOn()
@@ -254,6 +258,11 @@ func (e *Engine[T]) takeGuarded() (T, bool) {
 	}
 	arg, ok := e.queue.Peek()
 	if !ok || !e.mayStart(arg) || (e.sched != 0 && e.serialWorkers()) {
+		return zero, false
+	}
+	// A sub-pool's worker holds a slot of its parent: going on is a start the ancestors
+	// must admit (see pause.go). Refused, it leaves, and exit forwards a new worker.
+	if e.cfg.Parent != nil && !e.cfg.Parent.Admits() {
 		return zero, false
 	}
 	e.dequeue()

@@ -8,10 +8,16 @@ package worker
 // decided under e.mu by mayStart, so no task starts once Pause has returned. Resume lifts the
 // pause and dispatches.
 //
-// A sub-pool's tasks run on its parent's workers, and a parent's pause must hold them back
-// too: a sub-pool worker already running would otherwise go on taking the sub-pool's tasks.
-// So a sub-pool's mayStart also asks Config.Parent, which reads the ancestors' paused flags
-// (atomics, so that no parent lock is taken under a child's) and takes their rate tokens.
+// A sub-pool's tasks run on its parent's workers, and everything above a sub-pool must hold
+// each of its tasks at its start: a parent's pause, a shrunk limit, a rate limit, a higher
+// priority waiting. A sub-pool's first start of a task is a worker forwarded to the parent's
+// queue (Config.Start), where the parent decides its start as for any of its tasks, at the
+// sub-pool's level: so the sub-pool's own mayStart looks at its own pause and rate only, and
+// a paused ancestor's queue holds the forwarded workers in order until Resume. A worker that
+// is running and would go on to the sub-pool's next task is a start the parent does not see,
+// so it asks the ancestors itself (Admits) and, refused, gives the parent's worker back and
+// leaves; its sub-pool forwards a new worker for the task (exit dispatches), which waits in
+// the parent's queue like any task.
 
 // regate recomputes gated. Callers hold e.mu, or own e alone (New).
 func (e *Engine[T]) regate() {
@@ -21,10 +27,15 @@ func (e *Engine[T]) regate() {
 	}
 }
 
-// Open reports whether e and its ancestors would let a task start now, and if so takes the
-// start's rate tokens. Callers hold e.mu.
-func (e *Engine[T]) Open() bool {
-	return !e.Halted() && e.Tokens()
+// open reports whether e's own pause and rate limit let a task start now, and if so takes
+// the start's rate token. Ancestors are asked by the parent's own start of a forwarded
+// worker, or by Admits. Callers hold e.mu.
+func (e *Engine[T]) open() bool {
+	if e.paused.Load() {
+		return false
+	}
+	b := e.rate.Load()
+	return b == nil || b.take()
 }
 
 // Halted reports whether e or an ancestor is paused. It takes no lock.
@@ -32,13 +43,22 @@ func (e *Engine[T]) Halted() bool {
 	return e.paused.Load() || (e.cfg.Parent != nil && e.cfg.Parent.Halted())
 }
 
-// Tokens takes a start's token from e's rate limit and its ancestors', reporting false if one
-// is out. It takes no engine lock.
-func (e *Engine[T]) Tokens() bool {
+// Admits implements Gate for the engines below e: see Gate. It takes e.mu, so callers hold
+// no lock of e or of its ancestors (a sub-pool's lock is fine: locks go child, then parent).
+func (e *Engine[T]) Admits() bool {
+	if e.paused.Load() {
+		return false
+	}
+	e.mu.Lock()
+	within := e.running+e.held <= e.max
+	e.mu.Unlock()
+	if !within {
+		return false
+	}
 	if b := e.rate.Load(); b != nil && !b.take() {
 		return false
 	}
-	return e.cfg.Parent == nil || e.cfg.Parent.Tokens()
+	return e.cfg.Parent == nil || e.cfg.Parent.Admits()
 }
 
 // Pause holds every start back until Resume (or Stop). Tasks running go on; submits are still

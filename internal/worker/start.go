@@ -34,9 +34,9 @@ func (e *Engine[T]) mayStart(arg T) bool {
 // in play.
 func (e *Engine[T]) mayStartGuarded(arg T) bool {
 	if e.sched != 0 {
-		return e.mayStartGated(arg) && (e.gated == 0 || e.Open())
+		return e.mayStartGated(arg) && (e.gated == 0 || e.open())
 	}
-	return e.running < e.max && (e.gated == 0 || e.Open())
+	return e.running < e.max && (e.gated == 0 || e.open())
 }
 
 // route accepts arg and decides where it runs: on a parked worker, on a new worker, or from
