@@ -2,6 +2,7 @@ package crew_test
 
 import (
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -173,6 +174,32 @@ func TestPriorityHoldsAcrossResume(t *testing.T) {
 			if len(order) != 2 || order[0] != "high" {
 				t.Fatalf("parent of %d: after Resume the tasks started in the order %v", size, order)
 			}
+		}
+	}
+}
+
+// TestSubPoolTasksStartFirstInFirstOut proves that a sub-pool's tasks start in the order they
+// were accepted, also when the sub-pool's limit is above its parent's.
+func TestSubPoolTasksStartFirstInFirstOut(t *testing.T) {
+	for _, limit := range []int{1, 2, 8} {
+		p := crew.New(1)
+		sub := p.Sub(limit)
+		task, started, release := blocker()
+		must(t, p.Submit(task))
+		<-started
+		var mu sync.Mutex
+		var order []int
+		for i := range 8 {
+			must(t, sub.Submit(func() {
+				mu.Lock()
+				order = append(order, i)
+				mu.Unlock()
+			}))
+		}
+		close(release)
+		p.StopAndWait()
+		if !slices.IsSorted(order) || len(order) != 8 {
+			t.Fatalf("sub-pool of %d on a parent of 1: tasks started in the order %v", limit, order)
 		}
 	}
 }

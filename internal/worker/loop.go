@@ -256,6 +256,12 @@ func (e *Engine[T]) takeGuarded() (T, bool) {
 	if e.workers > e.max {
 		return zero, false
 	}
+	// A sub-pool's worker that was forwarded and has not begun holds an older task than any
+	// queued: while one waits in the parent's queue, a running worker leaves instead of
+	// going on, so that tasks start first in, first out (TestSubPoolTasksStartFirstInFirstOut).
+	if e.cfg.Start != nil && e.waking > 0 {
+		return zero, false
+	}
 	arg, ok := e.queue.Peek()
 	if !ok || !e.mayStart(arg) || (e.sched != 0 && e.serialWorkers()) {
 		return zero, false
