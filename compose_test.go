@@ -203,3 +203,76 @@ func TestSubPoolTasksStartFirstInFirstOut(t *testing.T) {
 		}
 	}
 }
+
+// TestStatsCountEachTaskOnceWhilePausing proves that every snapshot of a pool being paused and
+// resumed counts each accepted, unfinished task once, in Running or in Waiting: a task given
+// back by a pause is never in both, nor in neither.
+func TestStatsCountEachTaskOnceWhilePausing(t *testing.T) {
+	p := crew.New(4)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				_ = p.Submit(func() {})
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			p.Pause()
+			p.Resume()
+		}
+	}()
+	deadline := time.Now().Add(200 * time.Millisecond)
+	for time.Now().Before(deadline) {
+		s := p.Stats()
+		open := s.Accepted - s.Completed - s.Panicked - s.Discarded - s.Returned - s.Skipped
+		if uint64(s.Running+s.Waiting) != open || s.Running > s.MaxWorkers {
+			close(stop)
+			wg.Wait()
+			p.StopAndWait()
+			t.Fatalf("Stats = %+v: Running+Waiting should be the %d tasks accepted and not ended", s, open)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	p.StopAndWait()
+}
+
+// TestIdleCountsEveryWorkerNotRunningATask proves that once Wait has returned, every live
+// worker is counted in Idle, also one that has not parked yet.
+func TestIdleCountsEveryWorkerNotRunningATask(t *testing.T) {
+	const n = 6
+	for range 20 {
+		p := crew.New(n, crew.WithIdleTimeout(time.Hour))
+		release := make(chan struct{})
+		var started sync.WaitGroup
+		started.Add(n)
+		for range n {
+			must(t, p.Submit(func() { started.Done(); <-release }))
+		}
+		started.Wait()
+		close(release)
+		p.Wait()
+		if s := p.Stats(); s.Running != 0 || s.Idle != n {
+			p.StopAndWait()
+			t.Fatalf("after Wait, Stats = %+v, want Running 0 and all %d workers idle", s, n)
+		}
+		p.StopAndWait()
+	}
+}

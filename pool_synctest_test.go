@@ -108,6 +108,7 @@ func TestBlockingSubmitFromTaskIntoItsOwnFullQueueWaitsForAWorker(t *testing.T) 
 			}); err != nil {
 				t.Fatal(err)
 			}
+			synctest.Wait() // the task has begun and waits for full
 			if s := p.Stats(); s.Running != 2 {
 				t.Fatalf("Stats = %+v, want the submitting task on the second worker", s)
 			}

@@ -10,13 +10,17 @@ import "github.com/crewgo/crew/internal/worker"
 type Stats struct {
 	// MaxWorkers is the worker limit: no task starts while that many or more run.
 	MaxWorkers int
-	// Running is the number of tasks running, each counted once whatever its weight
-	// ([Pool.SubmitN]). It is 0 once [Pool.Wait] has returned with nothing queued. For a sub-pool it also counts tasks handed to a worker that waits for
-	// one of the parent's.
+	// Running is the number of tasks started and not finished, each counted once whatever its
+	// weight ([Pool.SubmitN]): a task counts from the moment a worker is given it. It is 0
+	// once [Pool.Wait] has returned with nothing queued.
 	Running int
-	// Idle is the number of workers alive and waiting for a task.
+	// Idle is the number of live workers not running a task: parked, or between two tasks and
+	// about to take one or park. A sub-pool's workers are its parent's, so a sub-pool reports
+	// none.
 	Idle int
-	// Waiting is the number of accepted tasks that have not started.
+	// Waiting is the number of accepted tasks that have not started, including one given back
+	// by [Pool.Pause] and a sub-pool's task whose worker waits in the parent's queue.
+	// Running+Waiting counts each accepted task that has not ended exactly once.
 	Waiting int
 	// Accepted counts the tasks a submit accepted.
 	Accepted uint64
@@ -59,9 +63,9 @@ type Stats struct {
 func statsOf(c worker.Counters) Stats {
 	return Stats{
 		MaxWorkers: c.MaxWorkers,
-		Running:    c.Running,
-		Idle:       c.Idle,
-		Waiting:    c.Waiting,
+		Running:    c.Running - c.Handed,
+		Idle:       c.Free,
+		Waiting:    c.Waiting + c.Handed,
 		Accepted:   c.Accepted,
 		Completed:  c.Completed,
 		Panicked:   c.Panicked,

@@ -136,7 +136,13 @@ type Counters struct {
 	Running    int // tasks started and not finished
 	Workers    int // goroutines that may take tasks, idle ones included
 	Idle       int // parked workers
-	Waiting    int // accepted tasks not started
+	Waiting    int // accepted tasks in the queue
+	// Handed counts a sub-pool's tasks handed to a worker forwarded to the parent that has not
+	// begun them: counted in Running, though they wait in the parent's queue.
+	Handed int
+	// Free counts workers not running a task: parked, lingering or between two tasks. A
+	// sub-pool's workers are its parent's: it has none free.
+	Free int
 
 	Accepted, Completed, Panicked uint64
 	Rejected, Canceled            uint64
@@ -250,12 +256,23 @@ func New[T any](cfg Config[T]) *Engine[T] {
 func (e *Engine[T]) Counters() Counters {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	// A sub-pool's task handed to a worker forwarded to the parent waits in the parent's
+	// queue: waking counts those workers, as a sub-pool's never linger. A pool's own hand-out
+	// takes a worker at once, so its task counts as running from then.
+	handed, free := 0, 0
+	if e.cfg.Start != nil {
+		handed = e.waking
+	} else {
+		free = max(0, e.workers-e.running)
+	}
 	return Counters{
 		MaxWorkers: e.max,
 		Running:    e.running,
 		Workers:    e.workers,
 		Idle:       len(e.idle),
 		Waiting:    e.queue.Len(),
+		Handed:     handed,
+		Free:       free,
 		Accepted:   e.accepted,
 		Completed:  e.completed,
 		Panicked:   e.panicked,
