@@ -276,3 +276,31 @@ func TestIdleCountsEveryWorkerNotRunningATask(t *testing.T) {
 		p.StopAndWait()
 	}
 }
+
+// TestSubPoolShrinkHoldsForTasksWaitingInTheParent proves that a sub-pool's shrinking Resize
+// holds for its tasks whose workers were already waiting in the parent's queue.
+func TestSubPoolShrinkHoldsForTasksWaitingInTheParent(t *testing.T) {
+	p := crew.New(2)
+	defer p.StopAndWait()
+	hold, held, freeParent := blocker()
+	must(t, p.Submit(hold))
+	<-held
+	sub := p.Sub(3)
+	first, started, freeFirst := blocker()
+	var h highWater
+	task := func() { h.enter(); h.exit() }
+	must(t, sub.Submit(func() { h.enter(); first(); h.exit() }))
+	<-started
+	must(t, sub.Submit(task))
+	must(t, sub.Submit(task))
+	// The sub-pool's second worker waits in the parent's queue, behind the held worker.
+	awaitStats(t, p, "a sub-pool worker waiting in the parent", func(s crew.Stats) bool { return s.Waiting == 1 })
+	sub.Resize(1)
+	close(freeParent)
+	time.Sleep(10 * time.Millisecond) // room for a wrong start to happen
+	close(freeFirst)
+	sub.Wait()
+	if got := h.high.Load(); got > 1 {
+		t.Fatalf("%d tasks of a sub-pool resized to 1 ran at once", got)
+	}
+}

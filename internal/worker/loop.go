@@ -10,14 +10,18 @@ import (
 // Start was called.
 //
 // If the engine or an ancestor was paused while the worker waited for its turn in the
-// parent's queue, first goes back to the front of the queue unrun and Serve returns: no task
-// starts after Pause has returned.
+// parent's queue, or the engine's limit was lowered below the tasks that have begun, first
+// goes back to the front of the queue unrun and Serve returns: no task starts after Pause
+// has returned, and none above the limit a Resize set.
 func (e *Engine[T]) Serve(first T, since int64) {
 	e.lock()
 	e.waking--
-	if e.gated != 0 && e.Halted() {
+	// The worker may have waited in the parent's queue across a Pause, or across a Resize
+	// that lowered the limit below the tasks that have begun (this one included: running
+	// counts it, waking no longer does).
+	if e.gated != 0 && (e.Halted() || e.running-e.waking > e.max) {
 		// The task goes back to the front of the queue and a new worker is forwarded for
-		// it, to wait in the paused ancestor's queue.
+		// it, if one may start, to wait in the parent's queue.
 		e.giveBack(first, since)
 		starts := e.dispatch()
 		e.mu.Unlock()
