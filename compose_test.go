@@ -304,3 +304,24 @@ func TestSubPoolShrinkHoldsForTasksWaitingInTheParent(t *testing.T) {
 		t.Fatalf("%d tasks of a sub-pool resized to 1 ran at once", got)
 	}
 }
+// TestRateLimitedSubPoolServesItsSubPool proves that a sub-pool of a rate-limited sub-pool
+// and the rate-limited sub-pool itself share the starts the rate allows, rather than the
+// sub-pool of it getting one per pass through the backlog.
+func TestRateLimitedSubPoolServesItsSubPool(t *testing.T) {
+	root := crew.New(4)
+	defer root.StopAndWait()
+	sub := root.Sub(1, crew.WithRateLimit(1000, 1))
+	subsub := sub.Sub(1)
+	var ranSub, ranSubSub atomic.Int64
+	for range 1000 {
+		must(t, sub.Submit(func() { ranSub.Add(1) }))
+		must(t, subsub.Submit(func() { ranSubSub.Add(1) }))
+	}
+	time.Sleep(300 * time.Millisecond)
+	s, ss := ranSub.Load(), ranSubSub.Load()
+	sub.StopNow()
+	subsub.StopNow()
+	if ss*4 < s || s*4 < ss {
+		t.Fatalf("in 300ms the rate-limited sub-pool ran %d tasks and its sub-pool %d, want each at least a quarter of the other", s, ss)
+	}
+}

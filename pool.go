@@ -221,8 +221,13 @@ func (p *Pool) Sub(maxWorkers int, opts ...Option) *Pool {
 	ec.Level = taskLevel
 	level := c.priority
 	ec.Turn = turnIn(p.core.e, level)
-	ec.Start = func(first task, since int64) {
-		p.core.e.Forward(&subWorker{e: child.core.e, pool: child, first: first, since: since, n: taskWeight(first), level: level, parent: p.core.e})
+	ec.Start = func(first task, since int64, ahead bool) {
+		w := &subWorker{e: child.core.e, pool: child, first: first, since: since, n: taskWeight(first), level: level, parent: p.core.e}
+		if ahead {
+			p.core.e.ForwardAhead(w)
+		} else {
+			p.core.e.Forward(w)
+		}
 	}
 	ec.Parent = p.core.e
 	ec.Woke = child.wakeSubs

@@ -65,6 +65,30 @@ func (e *Engine[T]) Forward(arg T) {
 	e.launch(s)
 }
 
+// ForwardAhead is Forward for a sub-pool's worker that replaces one stopped between two tasks
+// (see Config.Start): with tasks queued, it goes second at its level, behind the head, so
+// that it and the tasks it waits with take turns.
+func (e *Engine[T]) ForwardAhead(arg T) {
+	e.lock()
+	if e.queue.Len() == 0 {
+		e.mu.Unlock()
+		e.Forward(arg)
+		return
+	}
+	e.queue.PushSecond(arg)
+	if e.timed {
+		at := e.clock()
+		if h, ok := e.stamps.Pop(); ok {
+			e.stamps.PushFront(at)
+			e.stamps.PushFront(h)
+		} else {
+			e.stamps.Push(at)
+		}
+	}
+	e.accept()
+	e.mu.Unlock()
+}
+
 // accept counts one accepted task. Callers hold e.mu.
 func (e *Engine[T]) accept() {
 	e.accepted++

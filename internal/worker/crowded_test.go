@@ -29,7 +29,7 @@ func TestSubmitYieldsWhenFarAhead(t *testing.T) {
 				Run:          func(int) { ran.Add(1) },
 				MaxWorkers:   limit,
 				PanicHandler: noPanic,
-				Start:        func(first int, _ int64) { starts <- first },
+				Start:        func(first int, _ int64, _ bool) { starts <- first },
 			})
 			// Task 0 goes to the worker started; task i leaves i tasks queued.
 			var want []int

@@ -88,8 +88,10 @@ type Config[T any] struct {
 	Goexited func(arg T)                      // required with Reports
 	// Start, when set, replaces "go serve": it must arrange for Serve(first, since) to be
 	// called exactly once on some goroutine. Sub-pools use it to run their workers as tasks
-	// of the parent. Such workers never park: they return when the queue is empty.
-	Start func(first T, since int64)
+	// of the parent. Such workers never park: they return when the queue is empty. ahead is
+	// set for a worker that replaces one an ancestor stopped between two tasks (Admits): it
+	// goes behind the head of the parent's queue (ForwardAhead) rather than at its tail.
+	Start func(first T, since int64, ahead bool)
 	// Exited, when set, is called once the engine has stopped and its last goroutine is
 	// done, with the engine's lock held. A sub-pool uses it to release its parent (Release).
 	Exited func()
@@ -191,9 +193,10 @@ type Engine[T any] struct {
 	idle    []*worker[T] // parked workers; LIFO, so idle[0] has been idle longest
 	blocked waiterList[T]
 
-	held  int // slots held by running weighted tasks beyond one each: see weight.go
-	alive int // goroutines not yet ended, dismissed ones included
-	holds int // sub-pools not yet exited, which may still Forward tasks: see Hold
+	held  int  // slots held by running weighted tasks beyond one each: see weight.go
+	alive int  // goroutines not yet ended, dismissed ones included
+	holds int  // sub-pools not yet exited, which may still Forward tasks: see Hold
+	cutIn bool // the next worker Start forwards replaces one an ancestor stopped: see takeGuarded
 
 	drained chan struct{} // closed when pending reaches 0; made on demand
 	quiet   chan struct{} // closed when running reaches 0; made on demand by Quiet

@@ -358,7 +358,7 @@ func TestExitedWaitsForHeldSubPoolsForward(t *testing.T) {
 		Run:          func(int) { ran.Add(1) },
 		MaxWorkers:   1,
 		PanicHandler: noPanic,
-		Start: func(first int, since int64) {
+		Start: func(first int, since int64, _ bool) {
 			<-gate // the sub-pool's worker reaches the parent late, after it stopped
 			parent.Forward(func() { child.Serve(first, since) })
 		},
@@ -499,7 +499,7 @@ func TestSubmitQueuesBehindAWakingWorker(t *testing.T) {
 		Run:          func(int) { <-hold },
 		MaxWorkers:   tasks + 1,
 		PanicHandler: noPanic,
-		Start:        func(first int, _ int64) { starts <- first },
+		Start:        func(first int, _ int64, _ bool) { starts <- first },
 	})
 	for i := 1; i <= tasks; i++ {
 		submit(t, e, i)

@@ -272,7 +272,12 @@ func (e *Engine[T]) takeGuarded() (T, bool) {
 	}
 	// A sub-pool's worker holds a slot of its parent: going on is a start the ancestors
 	// must admit (see pause.go). Refused, it leaves, and exit forwards a new worker.
+	// Its replacement, forwarded by exit, goes behind the head of the parent's queue, not at
+	// its tail: it had its turn, and a parent with a backlog and a rate limit would otherwise
+	// start one task of the sub-pool per pass through that backlog
+	// (TestRateLimitedSubPoolServesItsSubPool).
 	if e.cfg.Parent != nil && !e.cfg.Parent.Admits() {
+		e.cutIn = true
 		return zero, false
 	}
 	e.dequeue()

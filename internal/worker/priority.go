@@ -101,6 +101,21 @@ func (q *levelQueue[T]) Peek() (T, bool) {
 	return q.fifo.Peek()
 }
 
+// PushSecond puts v behind the head of its level, or at the head of an empty level.
+func (q *levelQueue[T]) PushSecond(v T) {
+	fifo := &q.fifo
+	if q.lv != nil {
+		fifo = q.lv.of(q.lv.level(v))
+		q.lv.n++
+	}
+	if h, ok := fifo.Pop(); ok {
+		fifo.PushFront(v)
+		fifo.PushFront(h)
+		return
+	}
+	fifo.Push(v)
+}
+
 // PushFront puts v back at the head of its level: a task given back unrun.
 func (q *levelQueue[T]) PushFront(v T) {
 	if q.lv != nil {

@@ -12,6 +12,7 @@ package worker
 type launch[T any] struct {
 	w     *worker[T]
 	spawn bool
+	ahead bool // a sub-pool's worker forwarded behind the head of the parent's queue: see cutIn
 	arg   T
 }
 
@@ -115,7 +116,11 @@ func (e *Engine[T]) handOut(arg T) (launch[T], bool) {
 		e.waking++
 		e.running++
 		e.hold(arg)
-		return launch[T]{spawn: true, arg: arg, w: e.timedSpawn()}, true
+		s := launch[T]{spawn: true, arg: arg, w: e.timedSpawn()}
+		if e.cutIn {
+			s.ahead, e.cutIn = true, false
+		}
+		return s, true
 	}
 	return launch[T]{}, false
 }
@@ -208,7 +213,7 @@ func (e *Engine[T]) start(s launch[T]) {
 		if s.w != nil {
 			since = s.w.since
 		}
-		e.cfg.Start(s.arg, since)
+		e.cfg.Start(s.arg, since, s.ahead)
 		return
 	}
 	w := s.w

@@ -35,7 +35,7 @@ func weightedStartEngine() (*Engine[int], chan int) {
 		Weight:       func(n int) int { return n },
 		MaxWorkers:   4,
 		PanicHandler: noPanic,
-		Start:        func(first int, _ int64) { starts <- first },
+		Start:        func(first int, _ int64, _ bool) { starts <- first },
 	})
 	e.UseWeights()
 	return e, starts
