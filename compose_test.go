@@ -304,6 +304,7 @@ func TestSubPoolShrinkHoldsForTasksWaitingInTheParent(t *testing.T) {
 		t.Fatalf("%d tasks of a sub-pool resized to 1 ran at once", got)
 	}
 }
+
 // TestRateLimitedSubPoolServesItsSubPool proves that a sub-pool of a rate-limited sub-pool
 // and the rate-limited sub-pool itself share the starts the rate allows, rather than the
 // sub-pool of it getting one per pass through the backlog.

@@ -95,6 +95,10 @@ type Config[T any] struct {
 	// Exited, when set, is called once the engine has stopped and its last goroutine is
 	// done, with the engine's lock held. A sub-pool uses it to release its parent (Release).
 	Exited func()
+	// Guarded makes every start take the general path (mayStartGuarded, takeGuarded, next's
+	// general case) instead of the plain cases written out for an engine that uses no
+	// feature: tests run one sequence of operations both ways and expect the same outcome.
+	Guarded bool
 	// Now is the clock used for idle reaping, by Observer and by the rate limit; nil means
 	// time.Now.
 	Now func() time.Time

@@ -29,7 +29,7 @@ func FuzzEngineOperations(f *testing.F) {
 	// the race depends on the machine's timing; TestRestingWorkerStartsWhatAResumeLeft
 	// reproduces it every time.
 	f.Add([]byte("\x09\x1c\xc2\xf9\xac\xa2\x08\x8d\xb7!\xd6\xcd\xb5\xcb\x9dX\xb0\xdb^#\x1b\xa5\xaf\xa0?2\xc1\x95R\x85rLF8\xf8\x15*\x81\x05\xf5"))
-	f.Fuzz(func(t *testing.T, in []byte) { engineOperations(t, in, plainOps) })
+	f.Fuzz(func(t *testing.T, in []byte) { bothPaths(t, in, plainOps) })
 }
 
 // FuzzEngineOverflowOperations is FuzzEngineOperations on an engine whose queue may be
@@ -43,7 +43,7 @@ func FuzzEngineOverflowOperations(f *testing.F) {
 	f.Add([]byte{3, 3 | 3<<2, 0x83, 0x00, 0x00, 0x11, 0x31, 0x41, 0x80, 0x00, 0x61, 0x00})
 	f.Add([]byte{7, 2 | 7<<2, 0x30, 0x00, 0x1f, 0x00, 0x9f, 0x00, 0x10, 0x40})
 	f.Add([]byte{1, 0, 0x81, 0x00, 0x00, 0x90, 0x00, 0x00, 0x80, 0x90, 0x00, 0x9f, 0x00})
-	f.Fuzz(func(t *testing.T, in []byte) { engineOperations(t, in, overflowOps) })
+	f.Fuzz(func(t *testing.T, in []byte) { bothPaths(t, in, overflowOps) })
 }
 
 // The operations of the engine fuzzers, chosen by a byte's high nibble modulo 10 from a table.
@@ -65,7 +65,16 @@ var (
 	overflowOps = [10]int{opSubmit, opTry, opResize, opPause, opResume, opRemove, opCounters, opDrained, opRate, opEnd}
 )
 
-func engineOperations(t *testing.T, in []byte, ops [10]int) {
+// bothPaths runs the sequence on an engine that takes the plain cases written out for an
+// engine using no feature, then on one that takes the general path at every start
+// (Config.Guarded): the plain cases copy the general path's decision, and each run must pass
+// the same checks.
+func bothPaths(t *testing.T, in []byte, ops [10]int) {
+	engineOperations(t, in, ops, false)
+	engineOperations(t, in, ops, true)
+}
+
+func engineOperations(t *testing.T, in []byte, ops [10]int, guarded bool) {
 	if len(in) < 3 || len(in) > 64 {
 		return
 	}
@@ -99,6 +108,7 @@ func engineOperations(t *testing.T, in []byte, ops [10]int) {
 		QueueSize:    queueSize,
 		IdleTimeout:  time.Minute,
 		PanicHandler: noPanic,
+		Guarded:      guarded,
 	})
 	var removedMu sync.Mutex
 	var removed []int

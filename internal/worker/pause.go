@@ -22,7 +22,7 @@ package worker
 // regate recomputes gated. Callers hold e.mu, or own e alone (New).
 func (e *Engine[T]) regate() {
 	e.gated = 0
-	if e.paused.Load() || e.rate.Load() != nil || e.cfg.Parent != nil {
+	if e.paused.Load() || e.rate.Load() != nil || e.cfg.Parent != nil || e.cfg.Guarded {
 		e.gated = 1
 	}
 }

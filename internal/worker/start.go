@@ -22,6 +22,10 @@ func (s launch[T]) starts() bool { return s.w != nil || s.spawn }
 // every task start, from a submit, a worker that finished a task, a resize, a relay or the
 // end of a worker, passes through it. A new reason to hold tasks back is a condition here,
 // and the code that makes that reason go away calls dispatch. Callers hold e.mu.
+//
+// Two plain cases copy its decision for an engine that uses no feature, where it is the limit
+// alone: take's and next's, which every task but a worker's first goes through. The engine
+// fuzzers run each sequence with and without them (Config.Guarded).
 func (e *Engine[T]) mayStart(arg T) bool {
 	// Small enough to be inlined into the hot path's callers: the features that hold tasks
 	// back cost one test while none is in use.
