@@ -326,3 +326,57 @@ func TestRateLimitedSubPoolServesItsSubPool(t *testing.T) {
 		t.Fatalf("in 300ms the rate-limited sub-pool ran %d tasks and its sub-pool %d, want each at least a quarter of the other", s, ss)
 	}
 }
+
+// TestStressPriorityAcrossPauseAndResume proves, over many rounds on parents of 1, 2 and 8
+// workers with one worker free, that after a Resume every task of a higher-level sub-pool
+// starts before any of a lower level queued with it, and that each level starts its own tasks
+// first in, first out, whatever the sub-pools' limits.
+func TestStressPriorityAcrossPauseAndResume(t *testing.T) {
+	rounds := 40
+	if testing.Short() {
+		rounds = 10
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, size := range []int{1, 2, 8} {
+		for round := range rounds {
+			p := crew.New(size)
+			limits := []int{1 + r.IntN(3), 1 + r.IntN(3), 1 + r.IntN(3)}
+			levels := []*crew.Pool{p.Sub(limits[0]), p.Sub(limits[1], crew.WithPriority(1)), p.Sub(limits[2], crew.WithPriority(2))}
+			var releases []chan struct{}
+			for range size - 1 {
+				task, started, release := blocker()
+				must(t, p.Submit(task))
+				<-started
+				releases = append(releases, release)
+			}
+			p.Pause()
+			var mu sync.Mutex
+			var order [][2]int // level, index within the level
+			counts := make([]int, len(levels))
+			for range 2 + r.IntN(12) {
+				l := r.IntN(len(levels))
+				i := counts[l]
+				counts[l]++
+				must(t, levels[l].Submit(func() { mu.Lock(); order = append(order, [2]int{l, i}); mu.Unlock() }))
+			}
+			p.Resume()
+			for _, q := range levels {
+				q.Wait()
+			}
+			for _, rel := range releases {
+				close(rel)
+			}
+			p.StopAndWait()
+			next := make([]int, len(levels))
+			for k, o := range order {
+				if k > 0 && o[0] > order[k-1][0] {
+					t.Fatalf("parent of %d, round %d, limits %v: a level-%d task started after a level-%d one: %v", size, round, limits, o[0], order[k-1][0], order)
+				}
+				if o[1] != next[o[0]] {
+					t.Fatalf("parent of %d, round %d, limits %v: level %d started its tasks out of order: %v", size, round, limits, o[0], order)
+				}
+				next[o[0]]++
+			}
+		}
+	}
+}

@@ -19,3 +19,7 @@ func Removed(p *Pool) uint64 { return p.core.e.Counters().Removed }
 
 // RemovedFunc returns how many accepted calls of p were taken out unrun (by StopNow).
 func RemovedFunc[T any](p *FuncPool[T]) uint64 { return p.core.e.Counters().Removed }
+
+// Parked returns how many of p's workers are parked, waiting to be handed a task: unlike
+// Stats.Idle, it leaves out workers between two tasks or lingering before they park.
+func Parked(p *Pool) int { return p.core.e.Counters().Idle }

@@ -182,7 +182,7 @@ func holdWorkers(t *testing.T, p fuzzPool, workers, queued int) (release func())
 func parkWorkers(t *testing.T, p *crew.Pool, n int) {
 	t.Helper()
 	holdWorkers(t, plainPool{p}, n, 0)()
-	waitFor(t, "workers to park", func() bool { return p.Stats().Idle == n })
+	waitFor(t, "workers to park", func() bool { return crew.Parked(p) == n })
 }
 
 // fullBoundedQueue returns a pool of one worker and a queue of one, with the worker busy and

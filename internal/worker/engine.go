@@ -87,7 +87,8 @@ type Config[T any] struct {
 	Panicked func(arg T, v any, stack []byte) // required with Reports
 	Goexited func(arg T)                      // required with Reports
 	// Start, when set, replaces "go serve": it must arrange for Serve(first, since) to be
-	// called exactly once on some goroutine. Sub-pools use it to run their workers as tasks
+	// called exactly once on some goroutine. It is called with the engine's lock held (see
+	// forward) and must not call back into this engine. Sub-pools use it to run their workers as tasks
 	// of the parent. Such workers never park: they return when the queue is empty. ahead is
 	// set for a worker that replaces one an ancestor stopped between two tasks (Admits): it
 	// goes behind the head of the parent's queue (ForwardAhead) rather than at its tail.

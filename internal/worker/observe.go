@@ -71,17 +71,12 @@ func (e *Engine[T]) subWorker(since int64) *worker[T] {
 
 // timedSpawn returns, when the engine observes tasks, the worker a spawn starts, carrying
 // the submit time of its first task (e.handing); nil otherwise, and launch makes the worker.
-// A sub-pool's spawn hands the time to Config.Start and drops the worker. Callers hold e.mu.
+// A sub-pool's spawn hands the time to Config.Start instead (forward). Callers hold e.mu.
 func (e *Engine[T]) timedSpawn() *worker[T] {
 	if !e.timed {
 		return nil
 	}
-	var w *worker[T]
-	if e.cfg.Start != nil {
-		w = &worker[T]{}
-	} else {
-		w = e.newWorker()
-	}
+	w := e.newWorker()
 	w.since = e.handing
 	return w
 }

@@ -10,10 +10,10 @@ package worker
 // was copied through the stack; BenchmarkSubmit/workers=8 took 30% longer (measurements.md,
 // "Back to speed after the capabilities").
 type launch[T any] struct {
-	w     *worker[T]
-	spawn bool
-	ahead bool // a sub-pool's worker forwarded behind the head of the parent's queue: see cutIn
-	arg   T
+	w         *worker[T]
+	spawn     bool
+	forwarded bool // a sub-pool's spawn, already forwarded under the lock: see forward
+	arg       T
 }
 
 func (s launch[T]) starts() bool { return s.w != nil || s.spawn }
@@ -120,13 +120,30 @@ func (e *Engine[T]) handOut(arg T) (launch[T], bool) {
 		e.waking++
 		e.running++
 		e.hold(arg)
-		s := launch[T]{spawn: true, arg: arg, w: e.timedSpawn()}
-		if e.cutIn {
-			s.ahead, e.cutIn = true, false
+		if e.cfg.Start != nil {
+			return e.forward(arg), true
 		}
-		return s, true
+		return launch[T]{spawn: true, arg: arg, w: e.timedSpawn()}, true
 	}
 	return launch[T]{}, false
+}
+
+// forward hands arg to a new worker of a sub-pool's engine: Config.Start puts the worker in
+// the parent's queue. It is called with e.mu held, unlike every other start, so that a
+// worker reaches the parent's queue in the order the sub-pool decided, before any later
+// decision of the sub-pool: carried out after unlocking, a forward could be overtaken, and a
+// parent took a lower level's worker while a higher level's decided one had not yet arrived
+// (TestStressPriorityAcrossPauseAndResume). Locks go child, then parent, as in Admits and
+// Turn, and the parent's Forward never waits. Callers hold e.mu.
+func (e *Engine[T]) forward(arg T) launch[T] {
+	var since int64
+	if e.timed {
+		since = e.handing
+	}
+	ahead := e.cutIn
+	e.cutIn = false
+	e.cfg.Start(arg, since, ahead)
+	return launch[T]{spawn: true, forwarded: true}
 }
 
 // startNext starts the oldest queued task, if it may start and a worker can take it, and
@@ -212,12 +229,7 @@ func (e *Engine[T]) start(s launch[T]) {
 		s.w.wake <- struct{}{} // buffered, never blocks: a parked worker's wake is empty
 		return
 	}
-	if e.cfg.Start != nil {
-		var since int64
-		if s.w != nil {
-			since = s.w.since
-		}
-		e.cfg.Start(s.arg, since, s.ahead)
+	if s.forwarded {
 		return
 	}
 	w := s.w
