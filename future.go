@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"runtime/debug"
 	"slices"
 	"sync"
 )
@@ -181,34 +180,6 @@ func (f *Future[R]) forget(out chan<- *Future[R]) {
 		*f.outs = slices.DeleteFunc(*f.outs, func(o chan<- *Future[R]) bool { return o == out })
 	}
 	f.mu.Unlock()
-}
-
-// catch calls fn and returns nil if fn returns, or a [*PanicError] if it panics; its stack,
-// taken on the panicking goroutine, includes the frame that panicked. If fn calls
-// runtime.Goexit, catch does not return: the goroutine's deferred calls run and it ends, so a
-// caller tells a Goexit apart by a flag it sets after catch returns, in a deferred call of its
-// own.
-//
-// Whether fn panicked is told by whether the deferred call below runs before fn returned,
-// not by what recover returns: recover returns nil both for a Goexit, which it does not
-// stop, and for panic(nil) under GODEBUG=panicnil=1, which it does. Taking nil for a Goexit
-// would report such a panic as a Goexit (TestPanicNilIsReportedAsAPanic,
-// TestGoexitIsReportedAsAGoexit). x/sync/singleflight tells the two apart the same way.
-//
-// fn does not escape, so the caller's closure stays on its stack: Go and Group.Go allocate
-// no more than before (TestGoAllocatesOnlyTheFuture, TestGroupGoAllocatesOneTask).
-func catch(fn func()) (pe *PanicError) {
-	returned := false
-	defer func() {
-		if !returned {
-			// A panic, recovered here; or a Goexit, for which recover returns nil and which
-			// goes on unwinding past this call.
-			pe = &PanicError{Value: recover(), Stack: debug.Stack()}
-		}
-	}()
-	fn()
-	returned = true
-	return nil
 }
 
 func (f *Future[R]) abort(err error) bool {

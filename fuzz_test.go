@@ -836,11 +836,15 @@ func FuzzPoolOperations(f *testing.F) {
 				checkDrops(step)
 			}
 			settle(step, name)
+			if len(m.running) == 0 && len(m.queue) == 0 {
+				idleIdentity(t, fmt.Sprintf("step %d (%s), idle", step, name), p.Stats())
+			}
 		}
 
 		letAll()
 		paused.Store(false)
 		awaitReturn(t, "StopAndWait", goRun(p.StopAndWait))
+		idleIdentity(t, "after StopAndWait", p.Stats())
 		m.paused = false
 		m.dispatch()
 		m.drain()

@@ -150,12 +150,12 @@ func (g *Group) launch(t task, seq uint64) {
 // the group's error.
 func (g *Group) launchContext(ctx context.Context, t task) bool {
 	g.running.Add(1)
-	switch r := g.p.core.offer(t, true, ctx.Done()); r {
+	switch r := g.p.core.admit(t, true, ctx); r {
 	case worker.Accepted:
 		return true
 	case worker.Canceled:
 	default:
-		g.fail(0, g.p.core.result(r, nil))
+		g.fail(0, g.p.core.result(r, ctx))
 	}
 	g.done()
 	return false
@@ -232,27 +232,6 @@ func (g *Group) fail(seq uint64, err error) {
 	g.cancel(err)
 }
 
-// guard runs fn, of the Go call numbered seq, with the group's context and reports its error,
-// or the panic or Goexit that kept it from returning, as the group's; then it counts the
-// function as done.
-func (g *Group) guard(seq uint64, fn func(context.Context) error) {
-	returned := false
-	defer func() {
-		if !returned { // fn called runtime.Goexit
-			g.fail(seq, errGoexit)
-		}
-		g.done()
-	}()
-	var err error
-	if pe := catch(func() { err = fn(g.ctx) }); pe != nil {
-		err = pe
-	}
-	returned = true
-	if err != nil {
-		g.fail(seq, err)
-	}
-}
-
 // end records err, the outcome of the function of the Go call numbered seq (nil if it
 // returned nil), and counts the function as done.
 func (g *Group) end(seq uint64, err error) {
@@ -286,6 +265,9 @@ func (t *groupTask) goexited() { t.g.end(0, errGoexit) }
 
 func (t *groupTask) abort(err error) bool { return t.g.abort(0, err) }
 
+// uncount ends a function whose Go call a hook ended with runtime.Goexit: see admitObserved.
+func (t *groupTask) uncount() { t.g.abort(0, errGoexit) }
+
 // numberedTask is a GroupAll group's task: see Group.task.
 type numberedTask struct {
 	groupTask
@@ -299,6 +281,8 @@ func (t *numberedTask) panicked(pe *PanicError) { t.g.end(t.seq, pe) }
 func (t *numberedTask) goexited() { t.g.end(t.seq, errGoexit) }
 
 func (t *numberedTask) abort(err error) bool { return t.g.abort(t.seq, err) }
+
+func (t *numberedTask) uncount() { t.g.abort(t.seq, errGoexit) }
 
 // abort counts a function of the group that will never run as done, with err as its error.
 func (g *Group) abort(seq uint64, err error) bool {
@@ -378,14 +362,19 @@ type resultTask[R any] struct {
 	val R
 }
 
+// A result's task is a reporter (see pool.go), as a group's is.
 func (t *resultTask[R]) run() {
-	t.g.guard(0, func(ctx context.Context) error {
-		v, err := t.fn(ctx)
-		if err == nil {
-			t.val = v
-		}
-		return err
-	})
+	v, err := t.fn(t.g.ctx)
+	if err == nil {
+		t.val = v
+	}
+	t.g.end(0, err)
 }
 
+func (t *resultTask[R]) panicked(pe *PanicError) { t.g.end(0, pe) }
+
+func (t *resultTask[R]) goexited() { t.g.end(0, errGoexit) }
+
 func (t *resultTask[R]) abort(err error) bool { return t.g.abort(0, err) }
+
+func (t *resultTask[R]) uncount() { t.g.abort(0, errGoexit) }

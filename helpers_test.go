@@ -602,3 +602,15 @@ func endless(pulled *atomic.Int64) iter.Seq[int] {
 		}
 	}
 }
+
+// idleIdentity fails t unless s, a snapshot of an idle pool or Keyed, has nothing running or
+// waiting and accounts for every accepted task once: Accepted = Completed + Panicked +
+// Discarded + Returned + Skipped.
+func idleIdentity(t *testing.T, what string, s crew.Stats) {
+	t.Helper()
+	if ended := s.Completed + s.Panicked + s.Discarded + s.Returned + s.Skipped; s.Accepted != ended ||
+		s.Running != 0 || s.Waiting != 0 {
+		t.Fatalf("%s: %+v: Accepted %d, but Completed+Panicked+Discarded+Returned+Skipped %d, or tasks still running or waiting",
+			what, s, s.Accepted, ended)
+	}
+}

@@ -91,9 +91,19 @@ func (t *eachTask[T]) abort(err error) bool {
 	return t.g.abort(0, err)
 }
 
-func (t *eachTask[T]) run() {
-	defer func() { <-t.slots }()
-	t.g.guard(0, func(ctx context.Context) error { return t.fn(ctx, t.v) })
+func (t *eachTask[T]) uncount() { t.abort(errGoexit) }
+
+// A call's task is a reporter (see pool.go), as a group's is.
+func (t *eachTask[T]) run() { t.end(t.fn(t.g.ctx, t.v)) }
+
+func (t *eachTask[T]) panicked(pe *PanicError) { t.end(pe) }
+
+func (t *eachTask[T]) goexited() { t.end(errGoexit) }
+
+// end records err, the outcome of the call (nil if it returned nil), and frees its slot.
+func (t *eachTask[T]) end(err error) {
+	t.g.end(0, err)
+	<-t.slots
 }
 
 // Map calls fn on p for each element of in and returns the results in the order of in. Like

@@ -3,8 +3,8 @@ package crew
 import (
 	"context"
 	"fmt"
-	"runtime/debug"
 	"sync"
+	"time"
 
 	"github.com/crewgo/crew/internal/worker"
 )
@@ -20,25 +20,35 @@ import (
 // pool's queue again, behind work submitted meanwhile. A key's state is freed as soon as it
 // has nothing queued or running, so keys cost memory only while busy.
 //
-// A Keyed keeps its waiting tasks itself, not in the pool's queue: the pool's [Stats] count
-// each turn a key takes on a worker (which runs one or a few of its tasks) as one task, and
-// the pool's [WithQueueSize] does not bound keyed tasks; NewKeyed's own [WithQueueSize] does.
-// The pool's [Pool.Wait], [Pool.StopAndWait] and [Pool.Shutdown] wait for accepted keyed
-// tasks too.
+// A Keyed keeps its waiting tasks itself, not in the pool's queue, and runs them in turns: a
+// turn is one task of the pool that runs one or a few of a key's tasks. The pool's [Stats]
+// count turns, not keyed tasks: a turn counts once in Accepted and Waiting while it waits,
+// once in Running while it runs, once in Completed when it ends (whether its keyed tasks
+// returned or panicked: their panics go to the panic handler inside the turn), and once in
+// Returned or Discarded when [Pool.StopNow] or [DiscardOldest] takes it out with the keyed
+// tasks it was to run. [Keyed.Stats] counts the keyed tasks themselves, and the pool's hooks
+// ([WithHooks]) and latency histograms see each keyed task, not its turn. The pool's
+// [WithQueueSize] does not bound keyed tasks; NewKeyed's own [WithQueueSize] does. The pool's
+// [Pool.Wait], [Pool.StopAndWait] and [Pool.Shutdown] wait for accepted keyed tasks too.
 //
 // A Keyed is safe for concurrent use. The zero value is not usable.
 type Keyed[K comparable] struct {
 	p           *Pool
 	queueSize   int
 	nonBlocking bool
+	epoch       time.Time // the submit times of keyed tasks are durations since it: see clock
 
 	mu      sync.Mutex
 	keys    map[K]*keyRunner[K]
 	peak    int           // the most keys busy at once since keys was made; see forget
 	waiting int           // accepted tasks not started, over all keys
+	running int           // tasks started and not finished
 	pending int           // accepted tasks not finished
 	drained chan struct{} // closed when pending reaches 0; made on demand
 	room    chan struct{} // closed when a task starts while the queue is bounded; made on demand
+
+	// What Stats reports, per keyed task.
+	accepted, completed, panicked, returned, discarded, rejected, canceled uint64
 }
 
 // keyBatch is how many tasks a key runs in one turn on a worker before it queues itself
@@ -64,11 +74,15 @@ func NewKeyed[K comparable](p *Pool, opts ...Option) *Keyed[K] {
 		}
 	}
 	if c.minWorkers != 0 || c.idleTimeout != -1 || c.panicHandler != nil || c.ctx != nil || c.now != nil || c.prioritySet || c.noRecover ||
-		c.hooks != nil || c.histograms || (c.overflow != Block && c.overflow != Reject) || c.maxWait != 0 || c.limitBlocked ||
+		len(c.hooks) > 0 || c.histograms || (c.overflow != Block && c.overflow != Reject) || c.maxWait != 0 || c.limitBlocked ||
 		c.discard != nil || c.rateSet {
 		panic("crew: NewKeyed: only WithQueueSize and WithNonBlocking apply to a Keyed")
 	}
-	return &Keyed[K]{p: p, queueSize: c.queueSize, nonBlocking: c.nonBlocking || c.overflow == Reject}
+	k := &Keyed[K]{p: p, queueSize: c.queueSize, nonBlocking: c.nonBlocking || c.overflow == Reject}
+	if p.core.obs != nil {
+		k.epoch = k.now()
+	}
+	return k
 }
 
 // Submit queues task to run after every task submitted earlier with the same key. A nil
@@ -105,9 +119,6 @@ func (k *Keyed[K]) SubmitContext(ctx context.Context, key K, task func()) error 
 	if task == nil {
 		return ErrNilTask
 	}
-	if ctx.Err() != nil {
-		return fmt.Errorf("crew: submit canceled: %w", ctx.Err())
-	}
 	return k.submit(key, task, !k.nonBlocking, ctx)
 }
 
@@ -129,15 +140,36 @@ func (k *Keyed[K]) Wait() {
 }
 
 // submit accepts task for key, waiting for room in a full bounded queue if wait is set,
-// until ctx (which may be nil) ends or the pool stops.
+// until ctx (which may be nil) ends or the pool stops. It calls the pool's Queued and
+// Rejected hooks, as the pool's own submits do (see admit).
 func (k *Keyed[K]) submit(key K, task func(), wait bool, ctx context.Context) error {
+	c := &k.p.core
+	c.queued()
+	err := k.enqueue(key, task, wait, ctx)
+	if err != nil {
+		c.rejected(err)
+	}
+	return err
+}
+
+// enqueue is submit without the hooks.
+func (k *Keyed[K]) enqueue(key K, task func(), wait bool, ctx context.Context) error {
 	stopped := k.p.core.e.Done()
 	var done <-chan struct{}
 	if ctx != nil {
 		done = ctx.Done()
 	}
+	t := keyedTask{f: task}
+	if k.p.core.obs != nil {
+		t.at = k.clock()
+	}
 	k.mu.Lock()
 	for {
+		if ctx != nil && ctx.Err() != nil {
+			k.canceled++
+			k.mu.Unlock()
+			return fmt.Errorf("crew: submit canceled: %w", ctx.Err())
+		}
 		select {
 		case <-stopped:
 			k.mu.Unlock()
@@ -148,6 +180,7 @@ func (k *Keyed[K]) submit(key K, task func(), wait bool, ctx context.Context) er
 			break
 		}
 		if !wait {
+			k.rejected++
 			k.mu.Unlock()
 			return ErrQueueFull
 		}
@@ -160,19 +193,18 @@ func (k *Keyed[K]) submit(key K, task func(), wait bool, ctx context.Context) er
 		case <-room:
 		case <-stopped:
 		case <-done:
-			return fmt.Errorf("crew: submit canceled: %w", ctx.Err())
 		}
 		k.mu.Lock()
 	}
 	r := k.keys[key]
 	if r != nil {
-		r.push(task)
+		r.push(t)
 		k.accept()
 		k.mu.Unlock()
 		return nil
 	}
 	r = &keyRunner[K]{k: k, key: key}
-	r.push(task)
+	r.push(t)
 	// The runner is admitted with k.mu held: a submit of the same key that finds it in the
 	// map must be sure it will run. Admit never blocks and never calls back into k.
 	if k.p.core.e.Admit(r) != worker.Accepted {
@@ -189,8 +221,51 @@ func (k *Keyed[K]) submit(key K, task func(), wait bool, ctx context.Context) er
 	return nil
 }
 
+// Stats returns a consistent snapshot of the counters of k's own tasks, each keyed task
+// counted once, whatever turns it took to run: Accepted counts the tasks k's submits
+// accepted; Waiting those not yet started; Running those running; Completed and Panicked
+// those that ended; Returned those [Pool.StopNow] took out and handed back, and Discarded
+// those [DiscardOldest] dropped with their key's turn (they went to the discard handler);
+// Rejected and Canceled count the submits refused by k's full bounded queue or ended by
+// their context. Once k is idle, Accepted equals Completed + Panicked + Discarded +
+// Returned. MaxWorkers and Paused are the pool's; Idle, CallerRan and Skipped are 0, since
+// keyed tasks have no workers of their own and never run on their submitter, and the
+// histograms are nil: the pool's own histograms count keyed tasks. It is safe for concurrent
+// use and from a task.
+func (k *Keyed[K]) Stats() Stats {
+	pc := k.p.core.e.Counters()
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return Stats{
+		MaxWorkers: pc.MaxWorkers,
+		Paused:     pc.Paused,
+		Running:    k.running,
+		Waiting:    k.waiting,
+		Accepted:   k.accepted,
+		Completed:  k.completed,
+		Panicked:   k.panicked,
+		Rejected:   k.rejected,
+		Canceled:   k.canceled,
+		Discarded:  k.discarded,
+		Returned:   k.returned,
+	}
+}
+
+// now reads the pool's clock.
+func (k *Keyed[K]) now() time.Time {
+	if now := k.p.core.cfg.now; now != nil {
+		return now()
+	}
+	return time.Now()
+}
+
+// clock returns the time since k was made, for the hooks and histograms of a pool that
+// observes its tasks.
+func (k *Keyed[K]) clock() int64 { return int64(k.now().Sub(k.epoch)) }
+
 // accept counts one accepted task. Callers hold k.mu.
 func (k *Keyed[K]) accept() {
+	k.accepted++
 	k.waiting++
 	k.pending++
 }
@@ -198,14 +273,32 @@ func (k *Keyed[K]) accept() {
 // started counts the start of one task. Callers hold k.mu.
 func (k *Keyed[K]) started() {
 	k.waiting--
+	k.running++
+	k.freeRoom()
+}
+
+// freeRoom wakes the submitters waiting for room in the bounded queue, after tasks left it.
+// Callers hold k.mu.
+func (k *Keyed[K]) freeRoom() {
 	if k.room != nil {
 		close(k.room)
 		k.room = nil
 	}
 }
 
-// finished counts the end of one task. Callers hold k.mu.
-func (k *Keyed[K]) finished() {
+// finished counts the end of one task that started. Callers hold k.mu.
+func (k *Keyed[K]) finished(panicked bool) {
+	k.running--
+	if panicked {
+		k.panicked++
+	} else {
+		k.completed++
+	}
+	k.settle()
+}
+
+// settle counts one accepted task as no longer pending. Callers hold k.mu.
+func (k *Keyed[K]) settle() {
 	k.pending--
 	if k.pending == 0 && k.drained != nil {
 		close(k.drained)
@@ -239,25 +332,32 @@ func (k *Keyed[K]) forget(r *keyRunner[K]) {
 type keyRunner[K comparable] struct {
 	k     *Keyed[K]
 	key   K
-	tasks []func() // waiting tasks, oldest at head
+	tasks []keyedTask // waiting tasks, oldest at head
 	head  int
 }
 
+// keyedTask is a task waiting in its key's runner, with its submit time (see Keyed.clock)
+// when the pool observes its tasks.
+type keyedTask struct {
+	f  func()
+	at int64
+}
+
 // push appends t to the waiting tasks. Callers hold k.mu.
-func (r *keyRunner[K]) push(t func()) {
+func (r *keyRunner[K]) push(t keyedTask) {
 	if r.head > 0 && r.head == len(r.tasks) {
 		r.tasks, r.head = r.tasks[:0], 0
 	}
 	r.tasks = append(r.tasks, t)
 }
 
-// pop takes the oldest waiting task, or nil. Callers hold k.mu.
-func (r *keyRunner[K]) pop() func() {
+// pop takes the oldest waiting task; ok is false if none waits. Callers hold k.mu.
+func (r *keyRunner[K]) pop() (t keyedTask, ok bool) {
 	if r.head == len(r.tasks) {
-		return nil
+		return t, false
 	}
-	t := r.tasks[r.head]
-	r.tasks[r.head] = nil
+	t = r.tasks[r.head]
+	r.tasks[r.head] = keyedTask{}
 	r.head++
 	if r.head == len(r.tasks) {
 		r.tasks, r.head = r.tasks[:0], 0
@@ -266,24 +366,44 @@ func (r *keyRunner[K]) pop() func() {
 		clear(r.tasks[n:])
 		r.tasks, r.head = r.tasks[:n], 0
 	}
-	return t
+	return t, true
 }
 
 func (r *keyRunner[K]) abort(error) bool { return false }
 
-// unpack takes the key's waiting tasks out, unrun, for StopNow or DiscardOldest, which took
-// the runner out of the pool's queue: they end without running, and the key's state is freed.
-func (r *keyRunner[K]) unpack() []func() {
+// observedInside marks a key's runner as a task that the pool's hooks and histograms do not
+// see: the runner reports each keyed task it runs itself (see run).
+func (r *keyRunner[K]) observedInside() {}
+
+// unpack takes the key's waiting tasks out, unrun, for StopNow (dropped false: they count as
+// returned) or DiscardOldest (dropped true: they count as discarded, and the pool's
+// Discarded hooks see each), which took the runner out of the pool's queue. They end without
+// running, and the key's state is freed.
+func (r *keyRunner[K]) unpack(dropped bool) []func() {
 	k := r.k
+	obs := k.p.core.obs
 	k.mu.Lock()
-	defer k.mu.Unlock()
 	out := make([]func(), 0, len(r.tasks)-r.head)
-	for t := r.pop(); t != nil; t = r.pop() {
-		out = append(out, t)
-		k.started()
-		k.finished()
+	var waits []time.Duration
+	for t, ok := r.pop(); ok; t, ok = r.pop() {
+		out = append(out, t.f)
+		k.waiting--
+		if dropped {
+			k.discarded++
+		} else {
+			k.returned++
+		}
+		k.settle()
+		if dropped && obs != nil {
+			waits = append(waits, time.Duration(max(0, k.clock()-t.at)))
+		}
 	}
 	k.forget(r)
+	k.freeRoom()
+	k.mu.Unlock()
+	for _, w := range waits {
+		obs.discard(w)
+	}
 	return out
 }
 
@@ -293,35 +413,33 @@ func (r *keyRunner[K]) unpack() []func() {
 // A task's panic is recovered here and given to the pool's panic handler before the task
 // counts as finished, so Wait returns only after the handler has, as it does for the pool's
 // own tasks; the turn goes on with the key's next task. Under WithoutPanicRecovery the panic
-// is left to end the program. A task that calls runtime.Goexit ends the turn early: the
-// deferred end counts the task and queues the runner again, so the key does not wedge
-// (TestKeyedPanicAndGoexitDoNotWedgeTheKey).
+// is left to end the program. A task that calls runtime.Goexit, or whose hook or panic
+// handler does, ends the turn early: the deferred end counts the task (as panicked if it
+// panicked) and queues the runner again, so the key does not wedge
+// (TestKeyedPanicAndGoexitDoNotWedgeTheKey, TestGoexitInEachHookOnEachDoor).
 func (r *keyRunner[K]) run() {
 	k := r.k
 	k.mu.Lock()
-	t := r.pop()
+	t, _ := r.pop()
 	k.started()
 	k.mu.Unlock()
-	returned := false
+	returned, panicked := false, false
 	defer func() {
 		if !returned {
-			r.end()
+			r.end(panicked)
 		}
 	}()
 	for n := 1; ; n++ {
-		if k.p.core.cfg.noRecover {
-			t()
-		} else if pe := catch(t); pe != nil {
-			k.p.handlePanic(pe)
-		}
+		r.one(t, &panicked)
 		if n == keyBatch {
 			returned = true
-			r.end()
+			r.end(panicked)
 			return
 		}
 		k.mu.Lock()
-		k.finished()
-		if t = r.pop(); t == nil {
+		k.finished(panicked)
+		var ok bool
+		if t, ok = r.pop(); !ok {
 			k.forget(r)
 			k.mu.Unlock()
 			returned = true
@@ -332,12 +450,39 @@ func (r *keyRunner[K]) run() {
 	}
 }
 
+// one runs t with the pool's Started and Finished hooks and gives its panic to the panic
+// handler after Finished. It sets *panicked as soon as t has ended, so that a Finished hook
+// or a panic handler that calls runtime.Goexit leaves t counted as it ended (see run).
+func (r *keyRunner[K]) one(t keyedTask, panicked *bool) {
+	k := r.k
+	c := &k.p.core
+	*panicked = false
+	var start int64
+	if c.obs != nil {
+		start = k.clock()
+		c.obs.start(time.Duration(max(0, start-t.at)))
+	}
+	var pe *PanicError
+	if c.cfg.noRecover {
+		t.f()
+	} else {
+		pe = catch(t.f)
+	}
+	*panicked = pe != nil
+	if c.obs != nil {
+		c.obs.Finished(time.Duration(max(0, start-t.at)), time.Duration(max(0, k.clock()-start)), pe != nil)
+	}
+	if pe != nil {
+		report(c.cfg.panicHandler, pe)
+	}
+}
+
 // end counts the end of the task the runner ran last, and queues the runner again if the key
 // has more tasks, or frees the key's state.
-func (r *keyRunner[K]) end() {
+func (r *keyRunner[K]) end(panicked bool) {
 	k := r.k
 	k.mu.Lock()
-	k.finished()
+	k.finished(panicked)
 	more := r.head < len(r.tasks)
 	if !more {
 		k.forget(r)
@@ -348,15 +493,4 @@ func (r *keyRunner[K]) end() {
 		// accepts it even after Stop, as the key's tasks were accepted.
 		k.p.core.e.Forward(r)
 	}
-}
-
-// handlePanic gives a recovered panic to p's panic handler on the calling goroutine. A handler
-// that panics in turn is reported through the default handler.
-func (p *Pool) handlePanic(pe *PanicError) {
-	defer func() {
-		if hv := recover(); hv != nil {
-			worker.DefaultPanicHandler(hv, debug.Stack())
-		}
-	}()
-	p.core.cfg.panicHandler(pe.Value, pe.Stack)
 }

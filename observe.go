@@ -4,34 +4,44 @@ import (
 	"time"
 
 	"github.com/crewgo/crew/internal/histogram"
-	"github.com/crewgo/crew/internal/worker"
 )
 
 // Hooks are functions a pool calls as its tasks pass through it; set them with [WithHooks].
 // A nil field is not called.
 //
+// A pool's hooks see every task of the pool, whatever the door it came through:
+// [Pool.Submit], [Pool.SubmitN], [FuncPool.Invoke] and their Try and Context forms, [Go],
+// [Group.Go], [Results.Go], [Map], [ForEach], [MapSeq], [MapSeqUnordered] and [Keyed.Submit].
+// A keyed task is seen once, as a task of its own, whatever turns its key takes on the
+// pool's workers; a task that [CallerRuns] runs on its submitter is seen there. A sub-pool's
+// tasks are seen by the sub-pool's hooks ([Pool.Sub] takes options), not by its parent's.
+// For each task, Queued happens before Started, and Started before Finished.
+//
 // Each hook runs on the goroutine named below with no lock of the pool held, so a hook may
 // call [Pool.Stats], [Pool.TrySubmit], [Pool.Resize] or [Pool.Stop] on the pool. A hook
-// that panics has its panic sent to the pool's panic handler ([WithPanicHandler]), and the
-// task it was called for is unaffected: a task whose Queued or Started hook panicked still
-// runs exactly once, and the worker keeps serving. A Started or Finished hook that calls
-// runtime.Goexit ends its worker as a task that calls it does, and the pool replaces the
-// worker; a task whose Started hook did so never runs, but counts as completed. Hooks add
-// their own run time to every task's path through the pool, so they should be quick.
-//
-// For each task, Queued happens before Started, and Started before Finished. A pool's hooks
-// see the pool's own tasks, including those of [Go], [Group], [Results], [Map] and
-// [ForEach]; a sub-pool's tasks are seen by the sub-pool's hooks ([Pool.Sub] takes options).
+// that panics, with any value or with nil, has its panic sent to the pool's panic handler
+// ([WithPanicHandler]), and the task it was called for is unaffected: it still runs exactly
+// once, and the worker keeps serving. A hook that calls runtime.Goexit ends the goroutine it
+// runs on, as a task that calls it does, and nothing else: a Queued or Rejected hook ends the
+// submitter inside its submit, and the task is not accepted and never runs (a function of
+// [Group.Go], [Group.TryGo], [Results.Go], [Map] or [ForEach] then counts as one that
+// called runtime.Goexit, so Wait returns); a Started hook keeps its task from running, and the task
+// counts as completed (a future's, a group's or a sequence's Wait or range reports the
+// Goexit); a Finished hook comes after its task has ended, and the task's outcome stands,
+// reported once. The pool replaces a worker so ended. Hooks add their own run time to every
+// task's path through the pool, so they should be quick.
 type Hooks struct {
 	// Queued is called on the submitting goroutine when a submit offers a task, before the
 	// pool accepts it or refuses it. If the pool refuses it, Rejected follows. TaskInfo is
 	// zero.
 	Queued func(TaskInfo)
-	// Started is called on the worker just before a task runs, with TaskInfo.Wait set to the
-	// time from its submit to this moment.
+	// Started is called on the worker just before a task runs (on the submitter, for a task
+	// CallerRuns runs), with TaskInfo.Wait set to the time from its submit to this moment.
 	Started func(TaskInfo)
-	// Finished is called on the worker after a task returned, called runtime.Goexit or
-	// panicked (before the panic handler), with Wait, Run and Panicked set.
+	// Finished is called where Started was, after the task returned, called runtime.Goexit
+	// or panicked (before the panic handler), with Wait, Run and Panicked set. Panicked is
+	// false for a function whose panic goes to its own Wait rather than to the panic handler
+	// ([Go], [Group], [Map] and the others).
 	Finished func(TaskInfo)
 	// Rejected is called on the submitting goroutine when a submit did not accept its task,
 	// with the error the submit returns: [ErrQueueFull], [ErrStopped], or the error of a
@@ -76,10 +86,12 @@ type Histogram struct {
 }
 
 // WithHooks makes the pool call h's functions as its tasks are submitted, start, finish or
-// are refused; see [Hooks] for where and when each is called. Without hooks (the default),
-// a pool spends nothing on them.
+// are refused; see [Hooks] for where and when each is called. Several WithHooks options all
+// apply, none replacing another: for each event, the hooks of each are called in the order
+// the options were given, each guarded on its own, so that the panic of one does not keep
+// the next from being called. Without hooks (the default), a pool spends nothing on them.
 func WithHooks(h Hooks) Option {
-	return func(c *config) { c.hooks = &h }
+	return func(c *config) { c.hooks = append(c.hooks, h) }
 }
 
 // WithLatencyHistograms makes the pool record how long each task waited between its submit
@@ -92,22 +104,19 @@ func WithLatencyHistograms() Option {
 }
 
 // observer is what a pool with hooks or histograms hands its engine (worker.Observer), and
-// what its submits report to.
+// what its submits and a Keyed's turns report to.
 type observer[T any] struct {
-	hooks     Hooks
+	hooks     []Hooks
 	wait, run *histogram.Histogram // nil without WithLatencyHistograms
 	handler   func(v any, stack []byte)
 	skip      func(T) bool // tasks not observed, or nil
 }
 
 func newObserver[T any](c config, skip func(T) bool) *observer[T] {
-	if c.hooks == nil && !c.histograms {
+	if len(c.hooks) == 0 && !c.histograms {
 		return nil
 	}
-	o := &observer[T]{handler: c.panicHandler, skip: skip}
-	if c.hooks != nil {
-		o.hooks = *c.hooks
-	}
+	o := &observer[T]{hooks: c.hooks, handler: c.panicHandler, skip: skip}
 	if c.histograms {
 		o.wait, o.run = histogram.New(), histogram.New()
 	}
@@ -119,11 +128,18 @@ func (o *observer[T]) Started(arg T, wait time.Duration) bool {
 	if o.skip != nil && o.skip(arg) {
 		return false
 	}
+	o.start(wait)
+	return true
+}
+
+// start records the start of a task that waited for wait, and calls the Started hooks.
+func (o *observer[T]) start(wait time.Duration) {
 	if o.wait != nil {
 		o.wait.Record(wait)
 	}
-	o.call(o.hooks.Started, TaskInfo{Wait: wait})
-	return true
+	for i := range o.hooks {
+		o.call(o.hooks[i].Started, TaskInfo{Wait: wait})
+	}
 }
 
 // Finished implements worker.Observer.
@@ -131,21 +147,38 @@ func (o *observer[T]) Finished(wait, run time.Duration, panicked bool) {
 	if o.run != nil {
 		o.run.Record(run)
 	}
-	o.call(o.hooks.Finished, TaskInfo{Wait: wait, Run: run, Panicked: panicked})
+	for i := range o.hooks {
+		o.call(o.hooks[i].Finished, TaskInfo{Wait: wait, Run: run, Panicked: panicked})
+	}
 }
 
 // Discarded implements worker.Observer.
-func (o *observer[T]) Discarded(wait time.Duration) {
-	o.call(o.hooks.Discarded, TaskInfo{Wait: wait})
-}
-
-func (o *observer[T]) queued() { o.call(o.hooks.Queued, TaskInfo{}) }
-
-func (o *observer[T]) rejected(err error) {
-	if o.hooks.Rejected == nil {
+func (o *observer[T]) Discarded(arg T, wait time.Duration) {
+	if o.skip != nil && o.skip(arg) {
 		return
 	}
-	o.guard(func() { o.hooks.Rejected(err) })
+	o.discard(wait)
+}
+
+// discard calls the Discarded hooks for a task that waited for wait.
+func (o *observer[T]) discard(wait time.Duration) {
+	for i := range o.hooks {
+		o.call(o.hooks[i].Discarded, TaskInfo{Wait: wait})
+	}
+}
+
+func (o *observer[T]) queued() {
+	for i := range o.hooks {
+		o.call(o.hooks[i].Queued, TaskInfo{})
+	}
+}
+
+func (o *observer[T]) rejected(err error) {
+	for i := range o.hooks {
+		if h := o.hooks[i].Rejected; h != nil {
+			o.guard(func() { h(err) })
+		}
+	}
 }
 
 // call runs hook h, if set, sending a panic of h to the panic handler.
@@ -156,16 +189,11 @@ func (o *observer[T]) call(h func(TaskInfo), ti TaskInfo) {
 	o.guard(func() { h(ti) })
 }
 
-// guard runs a hook and sends its panic to the panic handler, and a panic of the handler to
-// the default one, as the worker does for tasks. catch tells a panic(nil) under
-// GODEBUG=panicnil=1 from a Goexit, which recover alone does not.
+// guard runs a hook and sends its panic to the panic handler (see report). catch tells a
+// panic(nil) under GODEBUG=panicnil=1 from a Goexit, which recover alone does not.
 func (o *observer[T]) guard(hook func()) {
-	pe := catch(hook)
-	if pe == nil {
-		return
-	}
-	if hp := catch(func() { o.handler(pe.Value, pe.Stack) }); hp != nil {
-		worker.DefaultPanicHandler(hp.Value, hp.Stack)
+	if pe := catch(hook); pe != nil {
+		report(o.handler, pe)
 	}
 }
 

@@ -25,7 +25,7 @@ type config struct {
 	noRecover    bool
 	ctx          context.Context
 	now          func() time.Time // clock hook for tests
-	hooks        *Hooks           // WithHooks
+	hooks        []Hooks          // WithHooks, in the order given
 	histograms   bool             // WithLatencyHistograms
 	overload                      // overload.go
 	priority     int              // WithPriority's level

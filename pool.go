@@ -49,7 +49,8 @@ func (f funcTask) abort(error) bool { return false }
 func runTask(t task) { t.run() }
 
 // A reporter is a task that reports its own panic and runtime.Goexit: a future's, whose Wait
-// returns them, and a group's, whose Wait does. Its pool's engine recovers them for it
+// returns them, and those of a group, a Results, a Map, a ForEach or a MapSeq, whose Wait or
+// sequence does. Its pool's engine recovers them for it
 // (worker.Config.Reports), on the worker or, under CallerRuns, on the caller, and calls
 // panicked or goexited; the task counts as completed and the panic handler never sees it.
 // Recovering in the engine, which does so once per run of tasks, spares each such task a
@@ -86,7 +87,7 @@ func New(maxWorkers int, opts ...Option) *Pool {
 	ec.Woke = p.wakeSubs
 	ec.Weight = taskWeight
 	ec.Level = taskLevel
-	p.core.init(c, ec, nil, p.halt, isSubWorker)
+	p.core.init(c, ec, nil, p.halt, unobserved)
 	return p
 }
 
@@ -238,7 +239,7 @@ func (p *Pool) Sub(maxWorkers int, opts ...Option) *Pool {
 	}
 	// The sub-pool refuses tasks as soon as the WithContext context of p, or of a pool above
 	// p, has ended, as p does, rather than only once that context's hook has stopped it.
-	child.core.init(c, ec, p.core.watches, child.halt, isSubWorker)
+	child.core.init(c, ec, p.core.watches, child.halt, unobserved)
 
 	p.mu.Lock()
 	if p.children == nil {
@@ -272,11 +273,17 @@ func (w *subWorker) run() {
 	w.e.Serve(w.first, w.since)
 }
 
-// isSubWorker tells a pool's hooks and histograms which tasks are its sub-pools' workers:
-// they run a sub-pool's tasks, which the sub-pool observes, so the parent does not.
-func isSubWorker(t task) bool {
-	_, ok := t.(*subWorker)
-	return ok
+// unobserved tells a pool's hooks and histograms which tasks they do not see: its sub-pools'
+// workers, which run a sub-pool's tasks, which the sub-pool observes, and its keys' turns,
+// which report each keyed task themselves.
+func unobserved(t task) bool {
+	switch t.(type) {
+	case *subWorker:
+		return true
+	case interface{ observedInside() }:
+		return true
+	}
+	return false
 }
 
 // abort is never called: DiscardOldest keeps sub-pool workers and StopNow unpacks them. Were
@@ -356,74 +363,11 @@ func (c *core[T]) unhook() {
 	}
 }
 
-// submit offers arg to the engine, waiting for queue room if wait is set.
-func (c *core[T]) submit(arg T, wait bool) error {
-	if c.obs != nil {
-		return c.submitObserved(arg, wait)
-	}
-	return c.result(c.offer(arg, wait, nil), nil)
-}
-
-// submitObserved is submit with the Queued and Rejected hooks.
-func (c *core[T]) submitObserved(arg T, wait bool) error {
-	c.obs.queued()
-	err := c.result(c.offer(arg, wait, nil), nil)
-	if err != nil {
-		c.obs.rejected(err)
-	}
-	return err
-}
-
-// submitContext offers arg to the engine, waiting for queue room until ctx ends.
-func (c *core[T]) submitContext(ctx context.Context, arg T) error {
-	if ctx == nil {
-		panic("crew: SubmitContext: ctx must not be nil")
-	}
-	if c.obs != nil {
-		c.obs.queued()
-	}
-	var err error
-	if ctx.Err() != nil {
-		c.e.CountCanceled()
-		err = c.result(worker.Canceled, ctx)
-	} else {
-		err = c.result(c.offer(arg, true, ctx.Done()), ctx)
-	}
-	if err != nil && c.obs != nil {
-		c.obs.rejected(err)
-	}
-	return err
-}
-
 // stats returns the engine's counters and the histograms as Stats.
 func (c *core[T]) stats() Stats {
 	s := statsOf(c.e.Counters())
 	c.obs.histograms(&s)
 	return s
-}
-
-func (c *core[T]) offer(arg T, wait bool, done <-chan struct{}) worker.Result {
-	// A watched context may have ended a moment before its hook stops the pools; a submit in
-	// between must not be accepted.
-	if c.ended() {
-		return worker.Stopped
-	}
-	return c.e.Submit(arg, wait, done)
-}
-
-// result turns an engine's answer into the error the API promises. ctx is the submit's
-// context, needed only for Canceled.
-func (c *core[T]) result(r worker.Result, ctx context.Context) error {
-	switch r {
-	case worker.Accepted:
-		return nil
-	case worker.Stopped:
-		return ErrStopped
-	case worker.Full:
-		return ErrQueueFull
-	default:
-		return fmt.Errorf("crew: submit canceled: %w", ctx.Err())
-	}
 }
 
 func (c *core[T]) wait() {
@@ -485,4 +429,22 @@ func (c *core[T]) stopped() bool {
 	// A watched context may have ended a moment before its hook stops the engine; offer
 	// already refuses submits then, so the pool is stopped.
 	return c.ended() || c.e.Stopped()
+}
+
+// subs returns p's sub-pools that have not exited.
+func (p *Pool) subs() []*Pool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]*Pool, 0, len(p.children))
+	for c := range p.children {
+		out = append(out, c)
+	}
+	return out
+}
+
+// forget drops a sub-pool that has exited.
+func (p *Pool) forget(c *Pool) {
+	p.mu.Lock()
+	delete(p.children, c)
+	p.mu.Unlock()
 }

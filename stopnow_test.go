@@ -361,3 +361,162 @@ func TestStopNowOnNestedSubPoolsUnderLoad(t *testing.T) {
 		}
 	}
 }
+
+// TestStopNowRefusesBlockedSubmitters proves StopNow's "it stops accepting before it empties
+// the queue: a submitter blocked on a full queue when StopNow is called returns ErrStopped".
+// StopNow used to empty the queue first, and the room it made let the blocked submitters in:
+// their Submit returned nil, and StopNow's next pass handed their tasks back.
+func TestStopNowRefusesBlockedSubmitters(t *testing.T) {
+	t.Parallel()
+	rounds := 50
+	if testing.Short() {
+		rounds = 10
+	}
+	for range rounds {
+		p := crew.New(1, crew.WithQueueSize(1))
+		task, started, release := blocker()
+		must(t, p.Submit(task))
+		<-started
+		var queuedRan atomic.Bool
+		must(t, p.Submit(func() { queuedRan.Store(true) }))
+		const blocked = 4
+		var ran [blocked]atomic.Bool
+		errs := make([]error, blocked)
+		var wg sync.WaitGroup
+		for i := range blocked {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[i] = p.Submit(func() { ran[i].Store(true) })
+			}()
+		}
+		waitFor(t, "the submitters to block", func() bool { return crew.BlockedSubmitters(p) == blocked })
+		back := p.StopNow()
+		wg.Wait()
+		close(release)
+		p.StopAndWait()
+		for i, err := range errs {
+			if !errors.Is(err, crew.ErrStopped) {
+				t.Fatalf("blocked submitter %d: Submit = %v, want ErrStopped", i, err)
+			}
+			if ran[i].Load() {
+				t.Fatalf("the task of blocked submitter %d ran", i)
+			}
+		}
+		if len(back) != 1 || queuedRan.Load() {
+			t.Fatalf("StopNow handed back %d tasks (the queued one ran: %v), want the one queued", len(back), queuedRan.Load())
+		}
+		if s := p.Stats(); s.Returned != 1 || s.Accepted != 2 {
+			t.Fatalf("Stats %+v, want 2 accepted and 1 returned", s)
+		}
+	}
+}
+
+// TestStopNowKeepsAKeysOrder proves StopNow's "a key whose queued tasks StopNow hands back
+// runs none of its tasks afterwards": with one submitter cycling over 4 keys, the tasks of
+// each key that ran are the first ones it accepted, and the rest were handed back. StopNow
+// used to empty the queue before it stopped, and a submit in between made a new turn for a
+// key whose earlier tasks it then handed back, which a worker started (about one round in
+// twenty).
+func TestStopNowKeepsAKeysOrder(t *testing.T) {
+	t.Parallel()
+	rounds := 200
+	if testing.Short() {
+		rounds = 50
+	}
+	const keys = 4
+	for round := range rounds {
+		p := crew.New(1)
+		k := crew.NewKeyed[int](p)
+		var ran [keys][]*atomic.Bool // ran[key][i]: the key's i-th accepted task ran
+		var accepted [keys]int
+		stop := make(chan struct{})
+		submitted := goRun(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				key := i % keys
+				done := new(atomic.Bool)
+				if k.Submit(key, func() { done.Store(true) }) == nil {
+					ran[key] = append(ran[key], done)
+					accepted[key]++
+				}
+			}
+		})
+		time.Sleep(2 * time.Millisecond)
+		back := p.StopNow()
+		close(stop)
+		<-submitted
+		p.StopAndWait()
+		returned := 0
+		for key := range keys {
+			r := 0
+			for r < accepted[key] && ran[key][r].Load() {
+				r++
+			}
+			for i := r; i < accepted[key]; i++ {
+				if ran[key][i].Load() {
+					t.Fatalf("round %d, key %d: task %d ran after task %d was handed back", round, key, i, r)
+				}
+			}
+			returned += accepted[key] - r
+		}
+		if returned != len(back) {
+			t.Fatalf("round %d: %d accepted tasks never ran, StopNow handed back %d", round, returned, len(back))
+		}
+		if s := k.Stats(); s.Returned != uint64(len(back)) {
+			t.Fatalf("round %d: Keyed.Stats %+v, want Returned %d", round, s, len(back))
+		}
+	}
+}
+
+// TestStopNowCountsReturnedTasksInStats proves Stats.Returned: every task StopNow takes out
+// counts in the Returned of the pool it was submitted to, plain or not, a sub-pool's included,
+// and once idle every pool's counters add up: Accepted = Completed + Panicked + Discarded +
+// Returned + Skipped.
+func TestStopNowCountsReturnedTasksInStats(t *testing.T) {
+	t.Parallel()
+	p := crew.New(1)
+	sub := p.Sub(1)
+	subsub := sub.Sub(1)
+	task, started, release := blocker()
+	must(t, p.Submit(task))
+	<-started
+	for range 3 {
+		must(t, p.Submit(func() { t.Error("a returned task ran") }))
+		must(t, sub.Submit(func() { t.Error("a returned task ran") }))
+		must(t, subsub.Submit(func() { t.Error("a returned task ran") }))
+	}
+	f := crew.Go(p, func() (int, error) { return 1, nil })
+	g, _ := sub.Group(context.Background())
+	g.Go(func(context.Context) error { return nil })
+	back := p.StopNow()
+	close(release)
+	p.StopAndWait()
+	if len(back) != 9 {
+		t.Fatalf("StopNow handed back %d plain tasks, want 9", len(back))
+	}
+	if _, err := f.Wait(); !errors.Is(err, crew.ErrStopped) {
+		t.Fatalf("future: %v, want ErrStopped", err)
+	}
+	if err := g.Wait(); !errors.Is(err, crew.ErrStopped) {
+		t.Fatalf("group: %v, want ErrStopped", err)
+	}
+	for _, c := range []struct {
+		name     string
+		p        *crew.Pool
+		returned uint64 // at least: its own tasks (a parent also counts its sub-pools' workers)
+	}{{"root", p, 4}, {"sub", sub, 4}, {"subsub", subsub, 3}} {
+		s := c.p.Stats()
+		if s.Returned < c.returned {
+			t.Fatalf("%s: Stats %+v, want at least %d returned", c.name, s, c.returned)
+		}
+		idleIdentity(t, c.name, s)
+	}
+	if s := subsub.Stats(); s.Returned != 3 {
+		t.Fatalf("subsub: Stats %+v, want 3 returned", s)
+	}
+}

@@ -166,24 +166,25 @@ func (t *seqTask[T, R]) abort(err error) bool {
 	return true
 }
 
+// A call's task is a reporter (see pool.go): its pool's engine recovers a panic or a
+// runtime.Goexit of fn and hands it to panicked or goexited.
 func (t *seqTask[T, R]) run() {
+	t.r, t.err = t.s.fn(t.s.ctx, t.v)
+	t.end()
+}
+
+func (t *seqTask[T, R]) panicked(pe *PanicError) { t.err = pe; t.end() }
+
+func (t *seqTask[T, R]) goexited() { t.err = errGoexit; t.end() }
+
+// end hands t, whose call has ended with t.r and t.err, back to the ranging goroutine.
+func (t *seqTask[T, R]) end() {
 	s := t.s
-	returned := false
-	defer func() {
-		if !returned { // fn called runtime.Goexit
-			t.r, t.err = *new(R), errGoexit
-			s.fail(t.err)
-		}
-		s.returned(t)
-	}()
-	if pe := catch(func() { t.r, t.err = s.fn(s.ctx, t.v) }); pe != nil {
-		t.err = pe
-	}
-	returned = true
 	if t.err != nil {
 		t.r = *new(R)
 		s.fail(t.err)
 	}
+	s.returned(t)
 }
 
 // fail records err as the failure that canceled the calls' context, if it is the first and
@@ -242,7 +243,7 @@ func (s *seqRun[T, R]) push(v T, yield func(R, error) bool) bool {
 	if s.ordered {
 		s.order.push(t, s.limit)
 	}
-	switch r := s.p.core.offer(t, true, s.ctx.Done()); r {
+	switch r := s.p.core.admit(t, true, s.ctx); r {
 	case worker.Accepted:
 		s.running++
 	case worker.Canceled:
@@ -255,7 +256,7 @@ func (s *seqRun[T, R]) push(v T, yield func(R, error) bool) bool {
 		s.cut = true
 		return false
 	default: // refused: the failure of v
-		t.err = s.p.core.result(r, nil)
+		t.err = s.p.core.result(r, s.ctx)
 		s.fail(t.err)
 		s.running++
 		s.returned(t)

@@ -581,6 +581,13 @@ func FuzzSubPoolOperations(f *testing.F) {
 					fp.stopped = true
 				}
 			}
+			// A snapshot with nothing running or waiting is of an idle pool: every task it
+			// accepted has ended, once.
+			for j, fp := range pools {
+				if s := fp.p.Stats(); s.Running == 0 && s.Waiting == 0 {
+					idleIdentity(t, fmt.Sprintf("step %d: pool %d, idle", step, j), s)
+				}
+			}
 		}
 
 		if endWithStop {
@@ -647,9 +654,9 @@ func FuzzSubPoolOperations(f *testing.F) {
 				t.Fatalf("%d tasks above sub-pool %d's limit ran at once", h, i)
 			}
 			s := fp.p.Stats()
-			if removed := crew.Removed(fp.p); s.Completed+s.Panicked+s.Discarded+removed != s.Accepted ||
-				s.Running != 0 || s.Idle != 0 || s.Waiting != 0 || s.Paused {
-				t.Fatalf("pool %d: stats after StopAndWait (%d taken out) do not add up: %+v", i, removed, s)
+			idleIdentity(t, fmt.Sprintf("pool %d after StopAndWait", i), s)
+			if s.Returned != crew.Removed(fp.p) || s.Idle != 0 || s.Paused {
+				t.Fatalf("pool %d: stats after StopAndWait: %+v, %d taken out", i, s, crew.Removed(fp.p))
 			}
 			if s.Accepted < fp.accepted || i > 0 && s.Accepted != fp.accepted {
 				t.Fatalf("pool %d: Accepted %d, its submits accepted %d", i, s.Accepted, fp.accepted)

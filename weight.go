@@ -99,12 +99,13 @@ type weightedTask struct {
 }
 
 // holder is a queued task that holds plain tasks of the user's: a weighted task, or a key's
-// runner with its backlog. StopNow and DiscardOldest hand those back instead of failing it.
-type holder interface{ unpack() []func() }
+// runner with its backlog. StopNow (dropped false) and DiscardOldest (dropped true) hand
+// those back instead of failing it.
+type holder interface{ unpack(dropped bool) []func() }
 
 func (t *weightedTask) abort(error) bool { return false }
 
-func (t *weightedTask) unpack() []func() { return []func(){t.f} }
+func (t *weightedTask) unpack(bool) []func() { return []func(){t.f} }
 
 func (t *weightedTask) run() {
 	defer t.e.Unhold(t.n - 1)

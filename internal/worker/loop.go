@@ -104,7 +104,9 @@ func (e *Engine[T]) runUntilPanic(w *worker[T], arg T) int {
 	var cur T // the task that panicked or called Goexit: set by runTasks
 	defer func() {
 		if where != returned {
-			if where == inTask && e.reports(cur) {
+			// A Goexit in the Finished hook of a task that reports its own end: the task
+			// has told its future or group already, and must not a second time.
+			if where == inTask && e.reports(cur) && !w.inHook() {
 				e.cfg.Goexited(cur)
 			}
 			if e.timed {
@@ -121,6 +123,7 @@ func (e *Engine[T]) runUntilPanic(w *worker[T], arg T) int {
 	if e.reports(cur) {
 		e.cfg.Panicked(cur, v, stack)
 		if e.timed {
+			w.ended = true
 			e.finished(w, false)
 		}
 		where = returned

@@ -32,7 +32,7 @@ type Observer[T any] interface {
 	Finished(wait, run time.Duration, panicked bool)
 	// Discarded is called for a task removed from the queue unrun by an overflow policy,
 	// with the time it waited.
-	Discarded(wait time.Duration)
+	Discarded(arg T, wait time.Duration)
 }
 
 // timing is the engine's part of observing, all guarded by e.mu but epoch.
@@ -54,7 +54,14 @@ type observed struct {
 	start     int64 // when that task started
 	observing bool  // Started said yes and Finished has not been called
 	subWorker bool  // a worker made by Serve: it never parks and is never reused
+	// ended is set once the task has ended and been reported (a reporter's panic handed to
+	// it), before Finished: a runtime.Goexit from then on is the Finished hook's, and the task
+	// must not be told of it (see runUntilPanic).
+	ended bool
 }
+
+// inHook reports whether w's goroutine is in the Finished hook of a task that has ended.
+func (w *worker[T]) inHook() bool { return w != nil && w.ended }
 
 // transient reports whether w is a worker that must not park: a sub-pool's (Serve), which is
 // nil when the engine does not observe.
@@ -103,6 +110,7 @@ func (e *Engine[T]) runObserved(w *worker[T], arg *T) (v any, stack []byte, ok b
 	for {
 		e.started(w, *arg)
 		e.cfg.Run(*arg)
+		w.ended = true
 		e.finished(w, false)
 		var more bool
 		if *arg, more = e.next(w, false); !more {
@@ -114,7 +122,7 @@ func (e *Engine[T]) runObserved(w *worker[T], arg *T) (v any, stack []byte, ok b
 // started tells the Observer that w starts the task it was handed.
 func (e *Engine[T]) started(w *worker[T], arg T) {
 	now := e.clock()
-	w.start = now
+	w.start, w.ended = now, false
 	w.observing = e.cfg.Observer.Started(arg, time.Duration(max(0, now-w.since)))
 }
 
@@ -132,8 +140,8 @@ func (e *Engine[T]) finished(w *worker[T], panicked bool) {
 // discarded tells the Observer that a task was removed from the queue unrun, by an overflow
 // policy that drops it. since is its submit time: the stamp dequeue left in e.handing when it
 // removed the task. Callers hold no lock.
-func (e *Engine[T]) discarded(since int64) {
+func (e *Engine[T]) discarded(arg T, since int64) {
 	if e.timed {
-		e.cfg.Observer.Discarded(time.Duration(max(0, e.clock()-since)))
+		e.cfg.Observer.Discarded(arg, time.Duration(max(0, e.clock()-since)))
 	}
 }

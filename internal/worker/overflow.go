@@ -8,7 +8,8 @@ import (
 // Overflow is what a blocking Submit does when the bounded queue is full.
 type Overflow uint8
 
-// The overflow policies. Their values match crew's.
+// The overflow policies. crew's constants are defined from these, so the values agree by
+// construction.
 const (
 	Block         Overflow = iota // wait for room (MaxWait bounds the wait)
 	Reject                        // refuse: Full
@@ -25,6 +26,7 @@ func (e *Engine[T]) overflowing() bool {
 // bound on waiting set. It is entered with e.mu held and releases it. Nothing here is on the
 // path of a submit that finds room.
 func (e *Engine[T]) overflow(arg T, done <-chan struct{}) Result {
+	since := e.at // the submit time, for a task the caller runs (Submit set it under e.mu)
 	switch e.cfg.Overflow {
 	case Reject:
 		e.rejected++
@@ -37,7 +39,7 @@ func (e *Engine[T]) overflow(arg T, done <-chan struct{}) Result {
 			starts := e.dispatch()
 			e.mu.Unlock()
 			e.launchAll(starts)
-			e.discarded(since)
+			e.discarded(old, since)
 			if e.cfg.Discard != nil {
 				e.cfg.Discard(old)
 			}
@@ -48,14 +50,14 @@ func (e *Engine[T]) overflow(arg T, done <-chan struct{}) Result {
 	case CallerRuns:
 		if e.cfg.MaxWait <= 0 {
 			e.mu.Unlock()
-			e.runInline(arg)
+			e.runInline(arg, since)
 			return Accepted
 		}
 	}
 	if e.cfg.LimitBlocked && e.blocked.n >= e.cfg.MaxBlocked {
 		if e.cfg.Overflow == CallerRuns {
 			e.mu.Unlock()
-			e.runInline(arg)
+			e.runInline(arg, since)
 			return Accepted
 		}
 		e.rejected++
@@ -70,7 +72,7 @@ func (e *Engine[T]) overflow(arg T, done <-chan struct{}) Result {
 	}
 	r := e.blockUntil(arg, done, expire)
 	if r == inline {
-		e.runInline(arg)
+		e.runInline(arg, since)
 		return Accepted
 	}
 	return r
@@ -117,8 +119,9 @@ func (e *Engine[T]) dropOldest(arg T) (old T, since int64, ok bool) {
 // counted against the limit, nor in Running or pending: it counts as accepted, caller-run
 // and completed or panicked together, once it has ended, so a snapshot never sees it half
 // counted. A panic goes to the panic handler, on the caller; a runtime.Goexit counts it as
-// completed and goes on ending the caller's goroutine.
-func (e *Engine[T]) runInline(arg T) {
+// completed and goes on ending the caller's goroutine. The Observer is told of its start and
+// end as of a worker's task, since being its submit time.
+func (e *Engine[T]) runInline(arg T, since int64) {
 	// A weighted task gives back the slots beyond its first when it returns (Unhold), so it
 	// takes them here too, though its first slot is the caller's: without them the count of
 	// held slots would go below zero and let heavier tasks start than the limit allows
@@ -126,10 +129,15 @@ func (e *Engine[T]) runInline(arg T) {
 	e.lock()
 	e.hold(arg)
 	e.mu.Unlock()
+	var w *worker[T] // the submitter's part in observing, as a worker's: see observe.go
 	panicked, ended := false, false
 	defer func() {
-		if !ended && e.reports(arg) { // arg called runtime.Goexit
+		// arg, or a Started hook, called runtime.Goexit; not a Finished hook (w.inHook).
+		if !ended && e.reports(arg) && !w.inHook() {
 			e.cfg.Goexited(arg)
+		}
+		if e.timed {
+			e.finished(w, panicked)
 		}
 		e.lock()
 		e.accepted++
@@ -141,14 +149,24 @@ func (e *Engine[T]) runInline(arg T) {
 		}
 		e.mu.Unlock()
 	}()
+	if e.timed {
+		w = &worker[T]{observed: observed{since: since}}
+		e.started(w, arg)
+	}
 	v, stack, ok := e.runOne(arg)
-	ended = true
 	switch {
 	case ok:
 	case e.reports(arg):
 		e.cfg.Panicked(arg, v, stack)
 	default:
 		panicked = true
+	}
+	if e.timed {
+		w.ended = true
+		e.finished(w, panicked)
+	}
+	ended = true
+	if panicked {
 		e.handlePanic(v, stack)
 	}
 }

@@ -2,11 +2,32 @@ package worker
 
 // Stop stops accepting tasks. Queued tasks still run; submitters blocked on a full queue
 // return Stopped. It does not wait. A second Stop does nothing.
-func (e *Engine[T]) Stop() {
+func (e *Engine[T]) Stop() { e.stop(false) }
+
+// StopNow stops accepting tasks and takes every queued task out, in one step under the lock,
+// and returns them, oldest first: they end without running, counted as removed (see Remove).
+// Nothing is accepted between the two: submitters blocked on a full queue return Stopped,
+// never moved into the room the removal makes. On a stopped engine it is Remove.
+func (e *Engine[T]) StopNow() []T { return e.stop(true) }
+
+// stop is Stop, and with remove set StopNow.
+func (e *Engine[T]) stop(remove bool) []T {
 	e.mu.Lock()
+	// Blocked submitters are refused before the queue is emptied, which would move them into
+	// the room it makes (dequeue); a stopped engine has none.
+	var refused []*waiter[T]
+	for b := e.blocked.pop(); b != nil; b = e.blocked.pop() {
+		refused = append(refused, b)
+	}
+	var out []T
+	if remove {
+		out = e.removeAll()
+	}
 	if e.stopped {
+		e.checkExited()
 		e.mu.Unlock()
-		return
+		decideAll(refused, Stopped)
+		return out
 	}
 	e.stopped = true
 	close(e.done)
@@ -15,19 +36,21 @@ func (e *Engine[T]) Stop() {
 	idle := e.idle
 	e.idle = nil
 	e.dismiss(idle)
-	var refused []*waiter[T]
-	for b := e.blocked.pop(); b != nil; b = e.blocked.pop() {
-		refused = append(refused, b)
-	}
 	e.checkExited()
 	e.mu.Unlock()
 	wakeAll(idle)
 	e.launchAll(starts)
-	for _, b := range refused {
-		b.decide(Stopped)
-	}
+	decideAll(refused, Stopped)
 	if wasPaused && e.cfg.Woke != nil {
 		e.cfg.Woke()
+	}
+	return out
+}
+
+// decideAll tells each of the waiters ws r.
+func decideAll[T any](ws []*waiter[T], r Result) {
+	for _, w := range ws {
+		w.decide(r)
 	}
 }
 
@@ -44,6 +67,14 @@ func (e *Engine[T]) Stopped() bool {
 // rest.
 func (e *Engine[T]) Remove() []T {
 	e.mu.Lock()
+	out := e.removeAll()
+	e.checkExited()
+	e.mu.Unlock()
+	return out
+}
+
+// removeAll is Remove with e.mu held, without checkExited.
+func (e *Engine[T]) removeAll() []T {
 	var out []T
 	for {
 		arg, ok := e.dequeue()
@@ -53,8 +84,6 @@ func (e *Engine[T]) Remove() []T {
 		out = append(out, arg)
 	}
 	e.countRemoved(len(out))
-	e.checkExited()
-	e.mu.Unlock()
 	return out
 }
 

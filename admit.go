@@ -1,0 +1,112 @@
+package crew
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/crewgo/crew/internal/worker"
+)
+
+// Admission: every task of a pool enters it through admit, whichever door it came through
+// (Submit, SubmitN, Invoke, Go, Group.Go, Results.Go, Map, ForEach, MapSeq and their Try and
+// Context forms), and admit calls the Queued and Rejected hooks, so a new door cannot forget
+// them. A Keyed's tasks wait in the Keyed, not in the pool's queue: Keyed.submit calls the
+// same hooks through queued and rejected. Started and Finished are called where tasks start
+// and end: by the engine (worker.Observer), on a worker or, under CallerRuns, on the
+// submitter, and by a key's turn for each of its tasks.
+
+// submit admits arg, waiting for room in a full bounded queue if wait is set, and returns
+// the error the API promises.
+func (c *core[T]) submit(arg T, wait bool) error {
+	return c.result(c.admit(arg, wait, nil), nil)
+}
+
+// submitContext admits arg, waiting for room in a full bounded queue until ctx ends.
+func (c *core[T]) submitContext(ctx context.Context, arg T) error {
+	if ctx == nil {
+		panic("crew: SubmitContext: ctx must not be nil")
+	}
+	return c.result(c.admit(arg, true, ctx), ctx)
+}
+
+// admit is the one door: it offers arg to the engine, waiting for room in a full bounded
+// queue if wait is set, until ctx (which may be nil) ends. With hooks, Queued is called
+// before the offer and Rejected after a refusal.
+func (c *core[T]) admit(arg T, wait bool, ctx context.Context) worker.Result {
+	if c.obs != nil {
+		return c.admitObserved(arg, wait, ctx)
+	}
+	return c.offer(arg, wait, ctx)
+}
+
+// admitObserved is admit with the Queued and Rejected hooks.
+//
+// A hook that calls runtime.Goexit ends the submitter inside admit, and the door that called
+// it never sees the refusal. A door that counted its task before offering it (a group's
+// function) would wait for it for ever, so the task is told (counted.uncount): it ends as a
+// function that called runtime.Goexit (TestGoexitInEachHookOnEachDoor).
+func (c *core[T]) admitObserved(arg T, wait bool, ctx context.Context) (r worker.Result) {
+	settled := false
+	defer func() {
+		if !settled {
+			if t, ok := any(arg).(counted); ok {
+				t.uncount()
+			}
+		}
+	}()
+	c.queued()
+	if r = c.offer(arg, wait, ctx); r != worker.Accepted {
+		c.rejected(c.result(r, ctx))
+	}
+	settled = true
+	return r
+}
+
+// counted is a task whose door counted it before offering it: see admitObserved.
+type counted interface{ uncount() }
+
+// queued and rejected call the Queued and Rejected hooks, if the pool has any.
+func (c *core[T]) queued() {
+	if c.obs != nil {
+		c.obs.queued()
+	}
+}
+
+func (c *core[T]) rejected(err error) {
+	if c.obs != nil {
+		c.obs.rejected(err)
+	}
+}
+
+// offer hands arg to the engine, unless the pool's or a watched context has ended.
+func (c *core[T]) offer(arg T, wait bool, ctx context.Context) worker.Result {
+	var done <-chan struct{}
+	if ctx != nil {
+		if ctx.Err() != nil {
+			c.e.CountCanceled()
+			return worker.Canceled
+		}
+		done = ctx.Done()
+	}
+	// A watched context may have ended a moment before its hook stops the pools; a submit in
+	// between must not be accepted.
+	if c.ended() {
+		return worker.Stopped
+	}
+	return c.e.Submit(arg, wait, done)
+}
+
+// result turns an engine's answer into the error the API promises. ctx is the submit's
+// context, needed only for Canceled.
+func (c *core[T]) result(r worker.Result, ctx context.Context) error {
+	switch r {
+	case worker.Accepted:
+		return nil
+	case worker.Stopped:
+		return ErrStopped
+	case worker.Full:
+		return ErrQueueFull
+	default:
+		return fmt.Errorf("crew: submit canceled: %w", ctx.Err())
+	}
+}
