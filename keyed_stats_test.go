@@ -159,3 +159,21 @@ func TestKeyedStatsCountRejectedAndCanceledSubmits(t *testing.T) {
 	}
 	idleIdentity(t, "Keyed.Stats", s)
 }
+
+// TestKeyedTasksAreRecordedOnceInThePoolsHistograms proves the Keyed doc's "the pool's latency
+// histograms see each keyed task, not its turn".
+func TestKeyedTasksAreRecordedOnceInThePoolsHistograms(t *testing.T) {
+	t.Parallel()
+	p := crew.New(2, crew.WithLatencyHistograms())
+	defer p.StopAndWait()
+	k := crew.NewKeyed[int](p)
+	const n = 40
+	for i := range n {
+		must(t, k.Submit(i%3, func() {}))
+	}
+	k.Wait()
+	s := p.Stats()
+	if s.WaitTime.Count != n || s.RunTime.Count != n {
+		t.Fatalf("WaitTime counts %d, RunTime %d, want %d each", s.WaitTime.Count, s.RunTime.Count, n)
+	}
+}

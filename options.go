@@ -27,7 +27,7 @@ type config struct {
 	now          func() time.Time // clock hook for tests
 	hooks        []Hooks          // WithHooks, in the order given
 	histograms   bool             // WithLatencyHistograms
-	overload                      // overload.go
+	overload                      // overflow.go and rate.go
 	priority     int              // WithPriority's level
 	prioritySet  bool             // WithPriority was given
 }

@@ -42,7 +42,8 @@ const (
 	DiscardOldest Overflow = Overflow(worker.DiscardOldest)
 )
 
-// overload holds the settings of this file's options.
+// overload holds the settings of the overload options: this file's, and the rate limit's
+// (rate.go).
 type overload struct {
 	overflow      Overflow
 	maxWait       time.Duration

@@ -2,6 +2,7 @@ package crewotel_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -65,6 +66,44 @@ func TestHooksRecordWaitAndRunHistogramsPerTask(t *testing.T) {
 	if found != 2 {
 		t.Fatalf("found %d of the two histograms", found)
 	}
+}
+
+// TestHooksCoexistWithTheUsersOwn: crewotel's hooks and a user's, given as two WithHooks
+// options, both see every task.
+func TestHooksCoexistWithTheUsersOwn(t *testing.T) {
+	meter, r := newMeter(t)
+	hooks, err := crewotel.Hooks(meter, "both")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var finished atomic.Int32
+	p := crew.New(2, crew.WithHooks(hooks), crew.WithHooks(crew.Hooks{Finished: func(crew.TaskInfo) { finished.Add(1) }}))
+	const n = 20
+	for range n {
+		if err := p.Submit(func() {}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.StopAndWait()
+	if got := finished.Load(); got != n {
+		t.Fatalf("the user's Finished hook saw %d tasks, want %d", got, n)
+	}
+	var rm metricdata.ResourceMetrics
+	if err := r.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if m.Name != "crew.task.run.duration" {
+				continue
+			}
+			if h, ok := m.Data.(metricdata.Histogram[float64]); !ok || len(h.DataPoints) != 1 || h.DataPoints[0].Count != n {
+				t.Fatalf("%s: %v, want one data point counting %d tasks", m.Name, m.Data, n)
+			}
+			return
+		}
+	}
+	t.Fatal("crew.task.run.duration not recorded")
 }
 
 func TestHooksValidatesArguments(t *testing.T) {
