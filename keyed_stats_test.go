@@ -177,3 +177,40 @@ func TestKeyedTasksAreRecordedOnceInThePoolsHistograms(t *testing.T) {
 		t.Fatalf("WaitTime counts %d, RunTime %d, want %d each", s.WaitTime.Count, s.RunTime.Count, n)
 	}
 }
+
+// TestKeyedBlockedSubmitterGetsTheRoomADroppedTurnFrees: when DiscardOldest drops a key's
+// turn, its tasks leave the Keyed's bounded queue, and a submitter blocked on it gets in.
+func TestKeyedBlockedSubmitterGetsTheRoomADroppedTurnFrees(t *testing.T) {
+	t.Parallel()
+	p := crew.New(1, crew.WithQueueSize(1), crew.WithOverflow(crew.DiscardOldest))
+	defer p.StopAndWait()
+	k := crew.NewKeyed[int](p, crew.WithQueueSize(1))
+	task, started, release := blocker()
+	defer close(release)
+	must(t, p.Submit(task))
+	<-started
+	must(t, k.Submit(1, func() {})) // its turn fills the pool's one queue slot
+	blocked := goRun(func() { must(t, k.Submit(2, func() {})) })
+	stillBlocked(t, "a keyed submit on a full Keyed queue", blocked)
+	must(t, p.Submit(func() {})) // drops the turn of key 1
+	awaitReturn(t, "the blocked keyed submit", blocked)
+	if s := k.Stats(); s.Discarded != 1 || s.Accepted != 2 {
+		t.Fatalf("Keyed.Stats %+v, want 1 discarded of 2 accepted", s)
+	}
+}
+
+// TestKeyedTaskWhosePanicHandlerCallsGoexitCountsAsPanicked: the handler ends the turn, and
+// the task it was called for still counts once, as panicked; the key's next task runs.
+func TestKeyedTaskWhosePanicHandlerCallsGoexitCountsAsPanicked(t *testing.T) {
+	t.Parallel()
+	p := crew.New(1, crew.WithPanicHandler(func(any, []byte) { runtime.Goexit() }))
+	defer p.StopAndWait()
+	k := crew.NewKeyed[int](p)
+	var ran atomic.Bool
+	must(t, k.Submit(1, panicsWithBoom))
+	must(t, k.Submit(1, func() { ran.Store(true) }))
+	awaitReturn(t, "Keyed.Wait", goRun(k.Wait))
+	if s := k.Stats(); s.Panicked != 1 || s.Completed != 1 || !ran.Load() {
+		t.Fatalf("Keyed.Stats %+v, next task ran %v; want 1 panicked, 1 completed, and it ran", s, ran.Load())
+	}
+}
