@@ -428,3 +428,23 @@ func testMisbehavingHook(t *testing.T, d door, hook, misbehaviour string, do fun
 		t.Fatalf("a task sent after the misbehaviour ran %d times, want once", got)
 	}
 }
+
+// TestGoexitInDiscardedHookStillFailsTheDroppedFunction: a Discarded hook that calls
+// runtime.Goexit ends the submitter whose task took the dropped one's place, and nothing
+// else: the dropped group function still fails with ErrDiscarded, so Wait returns.
+func TestGoexitInDiscardedHookStillFailsTheDroppedFunction(t *testing.T) {
+	t.Parallel()
+	p := crew.New(1, crew.WithQueueSize(1), crew.WithOverflow(crew.DiscardOldest),
+		crew.WithHooks(crew.Hooks{Discarded: func(crew.TaskInfo) { runtime.Goexit() }}))
+	defer p.StopAndWait()
+	task, started, release := blocker()
+	must(t, p.Submit(task))
+	<-started
+	g, _ := p.Group(context.Background())
+	g.Go(func(context.Context) error { return nil }) // queued: the oldest
+	awaitReturn(t, "the submit that drops the group's function", goRun(func() { _ = p.Submit(func() {}) }))
+	close(release)
+	if err := returnsWithin(t, "Group.Wait", g.Wait); !errors.Is(err, crew.ErrDiscarded) {
+		t.Fatalf("Group.Wait = %v, want ErrDiscarded", err)
+	}
+}

@@ -28,7 +28,9 @@ import (
 // called runtime.Goexit, so Wait returns); a Started hook keeps its task from running, and the task
 // counts as completed (a future's, a group's or a sequence's Wait or range reports the
 // Goexit); a Finished hook comes after its task has ended, and the task's outcome stands,
-// reported once. The pool replaces a worker so ended. Hooks add their own run time to every
+// reported once (but a plain task's panic, which Finished precedes, then never reaches the
+// panic handler); a Discarded hook comes after the dropped task went to the discard handler or
+// failed with [ErrDiscarded]. The pool replaces a worker so ended. Hooks add their own run time to every
 // task's path through the pool, so they should be quick.
 type Hooks struct {
 	// Queued is called on the submitting goroutine when a submit offers a task, before the

@@ -39,10 +39,13 @@ func (e *Engine[T]) overflow(arg T, done <-chan struct{}) Result {
 			starts := e.dispatch()
 			e.mu.Unlock()
 			e.launchAll(starts)
-			e.discarded(old, since)
+			// The dropped task is settled before the Observer hears of it: a hook that calls
+			// runtime.Goexit must not leave a future or a group waiting for it
+			// (TestGoexitInDiscardedHookStillFailsTheDroppedFunction).
 			if e.cfg.Discard != nil {
 				e.cfg.Discard(old)
 			}
+			e.discarded(old, since)
 			return Accepted
 		}
 		// The oldest is a sub-pool's worker, which holds an accepted task of the sub-pool and
