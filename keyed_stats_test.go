@@ -51,7 +51,9 @@ func TestKeyedStatsCountKeyedTasksNotTurns(t *testing.T) {
 		t.Fatalf("Keyed.Stats %+v, want %d accepted, %d completed and %d panicked", s, n, n-n/10, n/10)
 	}
 	idleIdentity(t, "Keyed.Stats", s)
-	// The pool counts turns (see Keyed): fewer than the tasks, each ended as completed.
+	// The pool counts turns (see Keyed): fewer than the tasks, each ended as completed. A
+	// turn ends after its last task, so the pool is idle once its own Wait returns.
+	p.Wait()
 	ps := p.Stats()
 	if ps.Accepted == 0 || ps.Accepted > n || ps.Panicked != 0 {
 		t.Fatalf("pool Stats %+v, want between 1 and %d turns accepted, none panicked", ps, n)
