@@ -390,6 +390,12 @@ func testMisbehavingHook(t *testing.T, d door, hook, misbehaviour string, do fun
 		}
 		return
 	}
+	// A future's or a group's Wait may return before the Finished hook of its function has
+	// run, and the panic handler after it.
+	waitFor(t, "the hook to misbehave", func() bool { return fired.Load() > 0 })
+	if !goexit {
+		waitFor(t, "the panic handler", func() bool { return handled.Load() > 0 })
+	}
 	if fired.Load() != 1 {
 		t.Fatalf("the %s hook misbehaved %d times, want once", hook, fired.Load())
 	}
