@@ -40,3 +40,35 @@ func weightedStartEngine() (*Engine[int], chan int) {
 	e.UseWeights()
 	return e, starts
 }
+
+// TestStopNowRefusesBlockedSubmittersBeforeItEmptiesTheQueue: StopNow stops and takes the
+// queue out in one step, so the submitters blocked on the full queue are refused, never moved
+// into the room the removal makes; the queued task is returned and counted removed.
+func TestStopNowRefusesBlockedSubmittersBeforeItEmptiesTheQueue(t *testing.T) {
+	release := make(chan struct{})
+	e := New(Config[func()]{Run: call, MaxWorkers: 1, QueueSize: 1, PanicHandler: noPanic})
+	started := make(chan struct{})
+	submit(t, e, func() { close(started); <-release })
+	<-started
+	submit(t, e, func() { t.Error("a task StopNow took out ran") })
+	const blocked = 3
+	results := make(chan Result, blocked)
+	for range blocked {
+		go func() { results <- e.Submit(func() { t.Error("a refused task ran") }, true, nil) }()
+	}
+	waitUntil(t, "the submitters to block", func() bool { return e.BlockedSubmitters() == blocked })
+	out := e.StopNow()
+	for range blocked {
+		if r := <-results; r != Stopped {
+			t.Fatalf("blocked Submit = %v, want Stopped", r)
+		}
+	}
+	if len(out) != 1 {
+		t.Fatalf("StopNow took out %d tasks, want the one queued", len(out))
+	}
+	close(release)
+	<-e.Exited()
+	if c := e.Counters(); c.Accepted != 2 || c.Removed != 1 || c.Completed != 1 {
+		t.Fatalf("counters %+v, want 2 accepted, 1 removed, 1 completed", c)
+	}
+}
