@@ -18,12 +18,22 @@
 //   - idle.go: parked workers (a LIFO stack) and the spots they park in.
 //   - reap.go: the reaper that dismisses workers idle for longer than the idle timeout.
 //   - capacity.go: Resize.
-//   - stop.go: Stop, the removal of queued tasks that will never run, and the end of the
-//     engine's last goroutine.
+//   - stop.go: Stop, and StopNow, which stops and takes the queue out in one step; the
+//     removal of queued tasks that will never run, and the end of the engine's last goroutine.
+//   - stopnow.go: what StopNow needs beyond Remove for sub-pools: RemoveIf, and Abandon for
+//     a Config.Start worker taken out of the parent's queue unrun.
+//   - overflow.go: the overflow policies of a full bounded queue (Block, Reject, CallerRuns,
+//     DiscardOldest), and a task CallerRuns runs on its submitter.
+//   - pause.go: Pause and Resume, the gate they share with rate limits and ancestors, and a
+//     task given back unrun.
+//   - rate.go: the token bucket of a rate limit on starts.
+//   - observe.go: the Observer, told of each task's start and end with its wait and run times.
 //   - lock.go: how the hot path takes the lock.
 //   - weight.go: weighted tasks, which hold several slots of the limit.
 //   - priority.go: the queue by priority level, and sub-pools taking turns in it.
 //   - keyed.go: admission of a keyed pool's runners.
+//   - bubble.go: whether the engine was made in a testing/synctest bubble, where nothing with
+//     a channel is reused.
 //
 // Slots and goroutines are counted apart. running is the number of tasks started and not
 // finished: the limit bounds it, and it is what Counters reports as Running. workers is the
