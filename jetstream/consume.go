@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,10 +15,13 @@ import (
 )
 
 // Handler processes one message for [Consume]. What it returns settles the message: nil
-// acknowledges it, an error made with [Permanent] terminates it, and any other error
-// negatively acknowledges it for redelivery after the backoff delay ([WithBackoff]). A panic or
-// runtime.Goexit counts as an error; the panic then goes on to the pool's panic handler
-// ([crew.WithPanicHandler]).
+// acknowledges it, an error made with [Permanent] terminates it, an error made with
+// [RetryAfter] negatively acknowledges it for redelivery after the delay it names, and any
+// other error negatively acknowledges it for redelivery after the backoff delay
+// ([WithBackoff]). A panic or runtime.Goexit counts as an error; the panic then goes on to
+// the pool's panic handler ([crew.WithPanicHandler]). With [WithDeadLetter], a failure on the
+// message's last delivery, or a Permanent error, first publishes the message to the dead
+// letter subject.
 //
 // ctx carries the values of the context given to Consume, but it is not canceled when that
 // context ends: a handler running then may finish its work within the shutdown timeout
@@ -36,31 +40,40 @@ type Handler func(ctx context.Context, msg jetstream.Msg) error
 // Consume holds at most the in-flight limit ([WithMaxInFlight], by default p's worker limit)
 // plus the prefetch ([WithPrefetch]) of messages at once: it asks the server for no more
 // messages than it has free slots, and a slot is free again once its message is settled.
-// Each message is settled exactly once, by what h returns (see [Handler]): an acknowledgement
-// waits for the server's confirmation (the message's DoubleAck) unless [WithAsyncAck] says
-// otherwise; negative acknowledgements and terminations do not wait. An acknowledgement the
-// server did not confirm is reported to the error handler ([WithErrorHandler]), and the
-// server redelivers the message after its ack wait. From
-// the moment a message arrives until it is settled, Consume sends it an in-progress signal
-// every half ack wait ([WithInProgressInterval]). h runs on p's workers, so p's limit bounds
-// the handlers running at once, and p's panic handler sees their panics.
+// When p's queue is bounded ([crew.WithQueueSize]), it also asks for no more than p has room
+// for, and a message p refuses all the same, because other work took the room, waits in
+// Consume until p accepts it: a message is never refused once pulled, so the consumer's
+// MaxDeliver counts the times a handler ran. Each message is settled exactly once, by what h
+// returns (see [Handler]): an acknowledgement waits for the server's confirmation (the
+// message's DoubleAck) unless [WithAsyncAck] says otherwise; negative acknowledgements and
+// terminations do not wait. An acknowledgement the server did not confirm is reported to the
+// error handler ([WithErrorHandler]), and the server redelivers the message after its ack
+// wait. From the moment a message arrives until it is settled, Consume sends it an
+// in-progress signal every half ack wait ([WithInProgressInterval]). h runs on p's workers,
+// so p's limit bounds the handlers running at once, and p's panic handler sees their panics.
 //
-// When ctx ends, Consume stops pulling and no handler starts any more: each message whose
-// handler had not started is negatively acknowledged without delay, for another process to
-// take. Consume then waits for the running handlers to return and their messages to be
-// settled, at most for the shutdown timeout ([WithShutdownTimeout]), and returns nil if they
-// all did. Otherwise it returns an error matching [ErrShutdownTimeout]: the messages still
-// held are neither acknowledged nor terminated, and the server redelivers them after their
-// ack wait. Either way, once Consume has returned it sends nothing more to the server on
-// behalf of any message.
+// When ctx ends, Consume sends no new pull and no handler starts any more. It waits for the
+// pulls under way to end on the server (at most the pull expiry, [WithPullExpiry]), so that
+// the messages they were sent reach it, and then negatively acknowledges, without delay,
+// each message whose handler had not started, for another process to take at once. Consume
+// then waits for the running handlers to return and their messages to be settled, at most
+// for the shutdown timeout ([WithShutdownTimeout]), and returns nil if they all did.
+// Otherwise it returns an error matching [ErrShutdownTimeout]: the messages still held are
+// neither acknowledged nor terminated, and the server redelivers them after their ack wait.
+// Either way, once Consume has returned it sends nothing more to the server on behalf of any
+// message. A message released this way has used one of its deliveries.
 //
 // Pulls that fail for a while, as when the connection is lost and the client reconnects, are
 // retried with a growing pause until ctx ends, and reported to the error handler. Consume
 // gives up, shuts down as above and returns the error, wrapped, when the connection is closed
-// for good (as a pull, an acknowledgement or an in-progress signal finds), the consumer is
-// deleted, or p is stopped ([crew.ErrStopped]). A message p refuses
-// because its bounded queue is full and p does not block ([crew.WithNonBlocking]) is
-// negatively acknowledged with the backoff delay.
+// for good (as a pull, an acknowledgement or an in-progress signal finds), when p is stopped
+// ([crew.ErrStopped]), or when the consumer or its stream no longer exists: a pull or an
+// acknowledgement that finds no responder makes Consume look the consumer up, and a lookup
+// that finds neither returns an error matching jetstream.ErrConsumerDeleted and the lookup's
+// own error (jetstream.ErrConsumerNotFound or jetstream.ErrStreamNotFound). Consume follows
+// the consumer's MaxRequestBatch and MaxRequestExpires, read when it starts and again when
+// the server refuses a pull for exceeding them; a pull refused although it kept within the
+// limits just read ends Consume with the server's refusal.
 //
 // Consume returns an error at once, having pulled nothing, if the consumer does not use
 // explicit acks or its configuration cannot be read; it returns nil at once if ctx has
@@ -93,9 +106,13 @@ func Consume(ctx context.Context, cons jetstream.Consumer, p *crew.Pool, h Handl
 	r := &run{cons: cons, pool: p, h: h, cfg: newConfig(opts), changed: make(chan struct{}, 1)}
 	r.ackWait = info.Config.AckWait
 	r.backoffList = info.Config.BackOff
-	r.maxBatch = info.Config.MaxRequestBatch
+	r.maxDeliver = info.Config.MaxDeliver
+	r.limits(info)
 	if r.cfg.shutdownTimeout < 0 {
 		r.cfg.shutdownTimeout = r.ackWait
+	}
+	if r.cfg.orderBySubject {
+		r.keyed = crew.NewKeyed[string](p)
 	}
 	return r.run(ctx)
 }
@@ -104,24 +121,31 @@ func Consume(ctx context.Context, cons jetstream.Consumer, p *crew.Pool, h Handl
 type run struct {
 	cons        jetstream.Consumer
 	pool        *crew.Pool
+	keyed       *crew.Keyed[string] // under WithOrderBySubject
 	h           Handler
 	cfg         config
 	ackWait     time.Duration
 	backoffList []time.Duration
-	maxBatch    int
+	maxDeliver  int
 
 	// hctx is the handlers' context, also used for acknowledgements: canceled when Consume
 	// abandons what it holds, so that a waiting acknowledgement returns.
 	hctx     context.Context
 	stopHctx context.CancelFunc
-	// pullCtx ends pulls and submits; stopping is set just before it is canceled, so that a
-	// task that starts afterwards leaves its message to releaseWaiting instead of running the
-	// handler.
-	pullCtx    context.Context
+	// work ends when Consume takes no more work: no pull starts and no handler starts after
+	// it, and a submit waiting for room gives up. stopping is set just before it ends, so
+	// that a task that starts afterwards leaves its message to releaseWaiting.
+	work     context.Context
+	stopWork context.CancelFunc
+	stopping atomic.Bool
+	// pulling ends the pulls under way. It ends only when pulling cannot go on (the
+	// connection is closed, the consumer is gone): a pull ended on this side drops the
+	// messages still on their way to it, which would then wait out their ack wait on the
+	// server. When ctx ends, the pulls are left to end on the server instead.
+	pulling    context.Context
 	stopPulls  context.CancelFunc
-	stopping   atomic.Bool
 	readers    sync.WaitGroup
-	changed    chan struct{} // a token whenever held or pulls goes down
+	changed    chan struct{} // a token whenever held or pulls goes down, or a lookup is due
 	retryTimer *time.Timer
 
 	// settling is held for reading while a message is settled or signaled, and for writing by
@@ -129,46 +153,41 @@ type run struct {
 	settling  sync.RWMutex
 	abandoned bool
 
-	mu       sync.Mutex
-	held     int       // messages held plus slots reserved by pulls under way
-	pulls    int       // pulls under way
-	failures int       // pulls that failed in a row
-	retryAt  time.Time // no pull before this, after a failure
-	err      error     // why pulling stopped for good, if it was not ctx
-	live     delivery  // sentinel of the ring of messages held
-}
-
-// delivery is one message held by a run, from its arrival until it is settled.
-type delivery struct {
-	r       *run
-	msg     jetstream.Msg
-	attempt int // the message's delivery count, 1 the first time
-	every   time.Duration
-
-	mu      sync.Mutex
-	started bool        // the handler has been called
-	settled bool        // the outcome is decided
-	timer   *time.Timer // in-progress signals, or nil
-
-	prev, next *delivery // in r.live, guarded by r.mu
+	mu         sync.Mutex
+	held       int           // messages held plus slots reserved by pulls under way
+	unaccepted int           // of held: reserved slots and messages p has not accepted yet
+	pulls      int           // pulls under way
+	failures   int           // pulls that failed in a row
+	retryAt    time.Time     // no pull before this, after a failure
+	err        error         // why pulling stopped for good, if it was not ctx
+	lookup     error         // a failure that asks whether the consumer still exists; nil: none
+	maxBatch   int           // the consumer's MaxRequestBatch; 0: none
+	maxExpires time.Duration // the consumer's MaxRequestExpires; 0: none
+	live       delivery      // sentinel of the ring of messages held
 }
 
 func (r *run) run(ctx context.Context) error {
 	r.hctx, r.stopHctx = context.WithCancel(context.WithoutCancel(ctx))
 	defer r.stopHctx()
-	r.pullCtx, r.stopPulls = context.WithCancel(ctx)
+	r.work, r.stopWork = context.WithCancel(ctx)
+	defer r.stopWork()
+	r.pulling, r.stopPulls = context.WithCancel(context.WithoutCancel(ctx))
 	defer r.stopPulls()
 	r.live.prev, r.live.next = &r.live, &r.live
 	unregister := context.AfterFunc(ctx, r.stop)
 	defer unregister()
 
-	for r.pullCtx.Err() == nil {
-		n, wait := r.reserve()
+	for r.work.Err() == nil {
+		if err := r.takeLookup(); err != nil {
+			r.confirm(err)
+			continue
+		}
+		n, expiry, wait := r.reserve()
 		if n == 0 {
 			r.idle(wait)
 			continue
 		}
-		fctx, cancel := context.WithTimeout(r.pullCtx, r.cfg.pullExpiry)
+		fctx, cancel := context.WithTimeout(r.pulling, expiry)
 		batch, err := r.cons.Fetch(n, jetstream.FetchContext(fctx))
 		if err != nil {
 			cancel()
@@ -179,6 +198,8 @@ func (r *run) run(ctx context.Context) error {
 		go r.read(batch, n, cancel)
 	}
 	r.stop()
+	// The pulls under way end on the server, at their expiry at the latest; what they bring
+	// meanwhile is held, and released below with the rest.
 	r.readers.Wait()
 	if r.retryTimer != nil {
 		r.retryTimer.Stop()
@@ -194,18 +215,15 @@ func (r *run) run(ctx context.Context) error {
 	return err
 }
 
-// stop ends pulling: no pull starts, pulls under way are canceled, and no handler starts.
+// stop ends taking work: no pull starts, and no handler starts.
 func (r *run) stop() {
 	r.stopping.Store(true)
-	r.stopPulls()
+	r.stopWork()
 }
 
 // releaseWaiting releases every message held whose handler has not started: the server
-// offers it again, to this or another process, after releaseDelay. It runs once the pulls
-// have ended on this side. The server may still count a canceled pull as waiting for a moment
-// (its unsubscription is sent after the pull ends, on a goroutine of the client): a message
-// released without delay could be offered to that dead pull at once, and would then wait out
-// its ack wait. TestConsumeReturnsErrStoppedWhenThePoolIsStopped fails without the delay.
+// offers it again at once, to this or another process. It runs once the pulls have ended on
+// the server, so that a released message is not offered straight back to one of them.
 func (r *run) releaseWaiting() {
 	r.mu.Lock()
 	var held []*delivery
@@ -220,18 +238,27 @@ func (r *run) releaseWaiting() {
 	}
 }
 
-// releaseDelay is how long a released message waits on the server before it is offered
-// again; see releaseWaiting.
-const releaseDelay = 100 * time.Millisecond
-
-// fail records why pulling stops for good and stops it.
-func (r *run) fail(err error) {
+// fail records why pulling stops for good and stops taking work; abort also ends the pulls
+// under way, for failures after which no message can reach Consume anyway.
+func (r *run) fail(err error, abort bool) {
 	r.mu.Lock()
 	if r.err == nil {
 		r.err = err
 	}
 	r.mu.Unlock()
 	r.stop()
+	if abort {
+		r.stopPulls()
+	}
+}
+
+// limits takes the consumer's request limits from info, and reports whether they changed.
+func (r *run) limits(info *jetstream.ConsumerInfo) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	changed := r.maxBatch != info.Config.MaxRequestBatch || r.maxExpires != info.Config.MaxRequestExpires
+	r.maxBatch, r.maxExpires = info.Config.MaxRequestBatch, info.Config.MaxRequestExpires
+	return changed
 }
 
 // slots is how many messages the run may hold: the in-flight limit plus the prefetch.
@@ -247,28 +274,58 @@ func (r *run) slots() int {
 	return limit + prefetch
 }
 
-// reserve decides whether to pull now, and how many messages. A pull asks for every free
-// slot, and starts when no pull is under way or at least half the slots are free: a pull for
-// one or two slots at a time would cost a round trip per message, while waiting for the last
-// pull to end would leave slots idle until its expiry when the stream runs dry. When it
-// returns 0, wait is how long to wait before trying again (0: until something changes).
-func (r *run) reserve() (n int, wait time.Duration) {
+// poolRoom is how many more tasks p accepts now without blocking or refusing, or -1 when its
+// queue is unbounded (or a Keyed takes the tasks, whose queue is).
+func (r *run) poolRoom() int {
+	qs := r.pool.QueueSize()
+	if qs <= 0 || r.keyed != nil {
+		return -1
+	}
+	s := r.pool.Stats()
+	return max(0, s.MaxWorkers-s.Running) + max(0, qs-s.Waiting)
+}
+
+// roomPoll is how long reserve waits before looking again when p has no room: room that
+// other work frees on p is not signaled to the run.
+const roomPoll = 2 * time.Millisecond
+
+// reserve decides whether to pull now, how many messages, and the pull's expiry. A pull asks
+// for every free slot, and starts when no pull is under way or at least half the slots are
+// free: a pull for one or two slots at a time would cost a round trip per message, while
+// waiting for the last pull to end would leave slots idle until its expiry when the stream
+// runs dry. Under WithOrderBySubject one pull at a time keeps the messages in delivery order.
+// When it returns 0, wait is how long to wait before trying again (0: until something
+// changes).
+func (r *run) reserve() (n int, expiry, wait time.Duration) {
 	slots := r.slots()
+	room := r.poolRoom()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if d := time.Until(r.retryAt); d > 0 {
-		return 0, d
+		return 0, 0, d
 	}
 	free := slots - r.held
-	if free <= 0 || (r.pulls > 0 && free < (slots+1)/2) {
-		return 0, 0
+	if free <= 0 || (r.pulls > 0 && (r.keyed != nil || free < (slots+1)/2)) {
+		return 0, 0, 0
 	}
-	if r.maxBatch > 0 && free > r.maxBatch {
-		free = r.maxBatch
+	if room >= 0 {
+		if room -= r.unaccepted; room <= 0 {
+			return 0, 0, roomPoll
+		}
+		free = min(free, room)
+	}
+	if r.maxBatch > 0 {
+		free = min(free, r.maxBatch)
+	}
+	expiry = r.cfg.pullExpiry
+	if r.maxExpires > 0 {
+		// FetchContext asks the server for 90% of the context's time, or a second less.
+		expiry = min(expiry, r.maxExpires)
 	}
 	r.held += free
+	r.unaccepted += free
 	r.pulls++
-	return free, 0
+	return free, expiry, 0
 }
 
 // idle waits until a slot frees up or a pull ends, for wait if it is positive, or until
@@ -286,7 +343,7 @@ func (r *run) idle(wait time.Duration) {
 	select {
 	case <-r.changed:
 	case <-timeout:
-	case <-r.pullCtx.Done():
+	case <-r.work.Done():
 	}
 }
 
@@ -308,17 +365,29 @@ func (r *run) endPull(unused, got int, err error) {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		err = nil // the pull's expiry, or the end of pulling
 	}
-	if err != nil && lastingPullError(err) {
-		r.fail(fmt.Errorf("crew/jetstream: pulling messages: %w", err))
+	lookup := false
+	switch {
+	case err == nil:
+	case errors.Is(err, nats.ErrConnectionClosed) || errors.Is(err, jetstream.ErrConsumerDeleted) ||
+		errors.Is(err, jetstream.ErrBadRequest):
+		r.fail(fmt.Errorf("crew/jetstream: pulling messages: %w", err), true)
 		err = nil
+	case errors.Is(err, nats.ErrNoResponders) || strings.Contains(err.Error(), "Exceeded MaxRequest"):
+		// No responder: the consumer or its stream may be gone, or the server restarting. A
+		// request limit: the consumer may have changed. Either way, ask the server.
+		lookup = true
 	}
 	r.mu.Lock()
 	r.held -= unused
+	r.unaccepted -= unused
 	r.pulls--
 	switch {
 	case err != nil:
 		r.failures++
 		r.retryAt = time.Now().Add(retryPause(r.failures))
+		if lookup && r.lookup == nil {
+			r.lookup = err
+		}
 	case got > 0 || r.failures > 0:
 		r.failures = 0
 		r.retryAt = time.Time{}
@@ -330,11 +399,46 @@ func (r *run) endPull(unused, got int, err error) {
 	}
 }
 
-// lastingPullError reports whether a pull error means that retrying cannot help.
-func lastingPullError(err error) bool {
-	return errors.Is(err, nats.ErrConnectionClosed) || errors.Is(err, jetstream.ErrConsumerDeleted) ||
-		errors.Is(err, jetstream.ErrBadRequest)
+// askLookup asks the pulling loop to look the consumer up, because of err.
+func (r *run) askLookup(err error) {
+	r.mu.Lock()
+	if r.lookup == nil {
+		r.lookup = err
+	}
+	r.mu.Unlock()
+	r.signal()
 }
+
+// takeLookup returns, and clears, the failure that asks for a lookup, if any.
+func (r *run) takeLookup() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	err := r.lookup
+	r.lookup = nil
+	return err
+}
+
+// confirm looks the consumer up after cause, a failure that suggests it is gone or changed,
+// and ends the run if it is gone, or if cause is a refused pull and the consumer's limits,
+// which the pull kept within, did not change.
+func (r *run) confirm(cause error) {
+	ctx, cancel := context.WithTimeout(r.work, lookupTimeout)
+	defer cancel()
+	info, err := r.cons.Info(ctx)
+	switch {
+	case errors.Is(err, jetstream.ErrConsumerNotFound) || errors.Is(err, jetstream.ErrStreamNotFound):
+		r.fail(fmt.Errorf("crew/jetstream: %w: %w", jetstream.ErrConsumerDeleted, err), true)
+	case err != nil:
+		if r.work.Err() == nil {
+			r.report(fmt.Errorf("crew/jetstream: looking up the consumer after %v (retrying): %w", cause, err))
+		}
+	case !r.limits(info) && strings.Contains(cause.Error(), "Exceeded MaxRequest"):
+		r.fail(fmt.Errorf("crew/jetstream: the server refuses pulls within the consumer's limits: %w", cause), false)
+	}
+}
+
+// lookupTimeout bounds one lookup of the consumer.
+const lookupTimeout = 10 * time.Second
 
 // retryPause is the pause before the next pull after n failed pulls in a row: 50ms, doubling
 // up to 2s. A pull fails at once while the server restarts, so without a pause the loop
@@ -360,7 +464,10 @@ func (r *run) report(err error) {
 	}
 }
 
-// dispatch takes one message into the run and submits its handler to the pool.
+// dispatch takes one message into the run and submits its handler to the pool. A pool that
+// refuses it (its bounded queue full, under WithNonBlocking) is asked again, with a growing
+// pause, until it accepts or the run stops: the message stays held meanwhile, with its
+// in-progress signals, and its delivery is not spent on the refusal.
 func (r *run) dispatch(msg jetstream.Msg) {
 	d := &delivery{r: r, msg: msg, attempt: 1}
 	if meta, err := msg.Metadata(); err == nil && meta.NumDelivered > 0 {
@@ -370,6 +477,7 @@ func (r *run) dispatch(msg jetstream.Msg) {
 	d.prev, d.next = r.live.prev, &r.live
 	d.prev.next, r.live.prev = d, d
 	r.mu.Unlock()
+	defer r.accepted()
 	if r.stopping.Load() {
 		return // released by releaseWaiting
 	}
@@ -378,15 +486,39 @@ func (r *run) dispatch(msg jetstream.Msg) {
 		d.timer = time.AfterFunc(d.every, d.progress)
 		d.mu.Unlock()
 	}
-	err := r.pool.SubmitContext(r.pullCtx, d.handle)
-	switch {
-	case err == nil:
-	case errors.Is(err, crew.ErrQueueFull):
-		d.settle(retry, err)
-	case errors.Is(err, crew.ErrStopped):
-		r.fail(fmt.Errorf("crew/jetstream: %w", err)) // d is released by releaseWaiting
-	default: // pulling stopped while the submit waited for room; d is released by releaseWaiting
+	var err error
+	for pause := roomPoll; ; pause = min(2*pause, maxRefusedPause) {
+		if r.keyed != nil {
+			err = r.keyed.Submit(msg.Subject(), d.handle)
+		} else {
+			err = r.pool.SubmitContext(r.work, d.handle)
+		}
+		if !errors.Is(err, crew.ErrQueueFull) {
+			break
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-t.C:
+		case <-r.work.Done():
+			t.Stop()
+			return // released by releaseWaiting
+		}
 	}
+	if errors.Is(err, crew.ErrStopped) {
+		r.fail(fmt.Errorf("crew/jetstream: %w", err), false) // d is released by releaseWaiting
+	}
+	// Any other error: pulling stopped while the submit waited for room; d is released by
+	// releaseWaiting.
+}
+
+// maxRefusedPause caps the pause between two submits of a message the pool refused.
+const maxRefusedPause = 20 * time.Millisecond
+
+// accepted counts one message of a pull as accepted by the pool, or as never to be.
+func (r *run) accepted() {
+	r.mu.Lock()
+	r.unaccepted--
+	r.mu.Unlock()
 }
 
 // progressInterval is how often a message delivered for the attempt-th time is signaled.
@@ -414,140 +546,6 @@ func (r *run) backoff(attempt int) time.Duration {
 		d *= 2
 	}
 	return min(d, 5*time.Minute)
-}
-
-// handle runs the handler for d's message on a worker and settles the message.
-func (d *delivery) handle() {
-	r := d.r
-	d.mu.Lock()
-	if d.settled || r.stopping.Load() {
-		d.mu.Unlock()
-		return // released by releaseWaiting, before or after this
-	}
-	d.started = true
-	d.mu.Unlock()
-	returned := false
-	defer func() {
-		// A panic goes on to the pool's panic handler after this; runtime.Goexit ends the
-		// task. Either way the message is retried and its slot freed.
-		if !returned {
-			d.settle(retry, errHandlerDidNotReturn)
-		}
-	}()
-	err := r.h(r.hctx, d.msg)
-	returned = true
-	switch {
-	case err == nil:
-		d.settle(ack, nil)
-	case IsPermanent(err):
-		d.settle(term, err)
-	default:
-		d.settle(retry, err)
-	}
-}
-
-var errHandlerDidNotReturn = errors.New("crew/jetstream: handler panicked or called runtime.Goexit")
-
-// outcome is how a message is settled.
-type outcome int
-
-const (
-	ack     outcome = iota // DoubleAck, or Ack under WithAsyncAck
-	term                   // TermWithReason
-	retry                  // NakWithDelay, after the backoff delay
-	release                // NakWithDelay(releaseDelay): the handler never ran
-)
-
-func (o outcome) String() string {
-	return [...]string{"acknowledging", "terminating", "negatively acknowledging", "releasing"}[o]
-}
-
-// settle tells the server what became of d's message, once, and frees its slot.
-func (d *delivery) settle(o outcome, cause error) {
-	if d.finish(false) {
-		d.send(o, cause)
-	}
-}
-
-// finish marks d settled and stops its in-progress signals. It reports false, and does
-// nothing, if d was settled already, or if onlyWaiting is set and d's handler has started.
-func (d *delivery) finish(onlyWaiting bool) bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.settled || (onlyWaiting && d.started) {
-		return false
-	}
-	d.settled = true
-	if d.timer != nil {
-		d.timer.Stop()
-	}
-	return true
-}
-
-// send tells the server the outcome o of d's message, which finish has marked settled, and
-// frees its slot.
-func (d *delivery) send(o outcome, cause error) {
-	r := d.r
-	var err error
-	r.settling.RLock()
-	if !r.abandoned {
-		switch o {
-		case ack:
-			if r.cfg.asyncAck {
-				err = d.msg.Ack()
-			} else {
-				err = d.msg.DoubleAck(r.hctx)
-			}
-		case term:
-			err = d.msg.TermWithReason(cause.Error())
-		case retry:
-			if delay := r.backoff(d.attempt); delay > 0 {
-				err = d.msg.NakWithDelay(delay)
-			} else {
-				err = d.msg.Nak()
-			}
-		case release:
-			err = d.msg.NakWithDelay(releaseDelay)
-		}
-	}
-	r.settling.RUnlock()
-
-	r.mu.Lock()
-	d.prev.next, d.next.prev = d.next, d.prev
-	r.held--
-	r.mu.Unlock()
-	r.signal()
-	if err != nil && !errors.Is(err, jetstream.ErrMsgAlreadyAckd) {
-		r.settleFailed(fmt.Errorf("crew/jetstream: %v message %s: %w", o, d.msg.Reply(), err))
-	}
-}
-
-// settleFailed reports a failed acknowledgement or signal. A closed connection also ends
-// the run: with every slot taken by a handler, no pull would notice it.
-func (r *run) settleFailed(err error) {
-	if errors.Is(err, nats.ErrConnectionClosed) {
-		r.fail(err)
-	}
-	r.report(err)
-}
-
-// progress sends an in-progress signal for d's message and schedules the next one.
-func (d *delivery) progress() {
-	r := d.r
-	var err error
-	d.mu.Lock()
-	if !d.settled {
-		r.settling.RLock()
-		if !r.abandoned {
-			err = d.msg.InProgress()
-			d.timer.Reset(d.every)
-		}
-		r.settling.RUnlock()
-	}
-	d.mu.Unlock()
-	if err != nil && !errors.Is(err, jetstream.ErrMsgAlreadyAckd) {
-		r.settleFailed(fmt.Errorf("crew/jetstream: signaling message %s in progress: %w", d.msg.Reply(), err))
-	}
 }
 
 // drain waits, at most for the shutdown timeout, until every message held is settled. At the

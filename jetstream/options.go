@@ -3,11 +3,14 @@ package jetstream
 import (
 	"fmt"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // DefaultPullExpiry is how long one pull request waits on the server for messages, unless
-// [WithPullExpiry] says otherwise.
-const DefaultPullExpiry = 5 * time.Second
+// [WithPullExpiry] or the consumer's MaxRequestExpires says otherwise. It also bounds how
+// long [Consume] waits, once its context has ended, for the pulls under way to end.
+const DefaultPullExpiry = time.Second
 
 // An Option configures a [Consume] call.
 type Option func(*config)
@@ -21,6 +24,9 @@ type config struct {
 	pullExpiry       time.Duration
 	errorHandler     func(error)
 	asyncAck         bool
+	orderBySubject   bool
+	deadLetter       string
+	deadLetterJS     jetstream.JetStream
 }
 
 func newConfig(opts []Option) config {
@@ -98,9 +104,11 @@ func WithInProgressInterval(d time.Duration) Option {
 }
 
 // WithPullExpiry sets how long one pull request waits on the server for messages before it
-// ends empty and Consume sends another; [DefaultPullExpiry] unless set. A shorter expiry
-// resumes sooner after the server restarts or the connection moves to another server, at the
-// cost of more requests while the stream is empty. It panics if d is less than 10ms.
+// ends empty and Consume sends another; [DefaultPullExpiry] unless set. A consumer whose
+// MaxRequestExpires is shorter gets pulls of that expiry instead. A shorter expiry resumes
+// sooner after the server restarts or the connection moves to another server, and lets
+// Consume return sooner once its context has ended (it waits for the pulls under way), at
+// the cost of more requests while the stream is empty. It panics if d is less than 10ms.
 func WithPullExpiry(d time.Duration) Option {
 	if d < 10*time.Millisecond {
 		panic(fmt.Sprintf("crew/jetstream: WithPullExpiry: d must be >= 10ms, got %v", d))
@@ -124,4 +132,50 @@ func WithErrorHandler(h func(err error)) Option {
 // wait, so it is handled twice.
 func WithAsyncAck() Option {
 	return func(c *config) { c.asyncAck = true }
+}
+
+// WithOrderBySubject runs the messages of one subject one at a time, in the order this
+// Consume call received them, while messages of different subjects run in parallel up to the
+// pool's limit: the handlers go through a [crew.Keyed] keyed by the message's subject, so the
+// return of one message's handler synchronizes before the start of the next of its subject.
+// Consume then keeps one pull under way at a time, so that it receives the messages in the
+// order the server sent them.
+//
+// The order holds within one Consume call and covers deliveries, not first deliveries: a
+// message that fails is redelivered after the backoff delay, behind the messages of its
+// subject that arrived meanwhile, and a message released at shutdown, or left to its ack
+// wait, may be handled by another process. Several processes sharing one consumer each get
+// some of a subject's messages and run them concurrently with each other. Order across
+// processes needs the subject's messages to go to one consumer at a time: partition the
+// subjects (a subject mapping with a partition token, one consumer, and one process, per
+// partition), or give the consumer MaxAckPending 1, at the cost of all parallelism.
+func WithOrderBySubject() Option {
+	return func(c *config) { c.orderBySubject = true }
+}
+
+// WithDeadLetter publishes, through js, each message whose handler failed for the last time
+// to subject, before terminating it: a message whose delivery count has reached the
+// consumer's MaxDeliver and whose handler failed (returned an error, panicked or called
+// runtime.Goexit), and a message whose handler returned a [Permanent] error. The dead letter
+// carries the message's payload and headers (less the Nats- headers the server would act on
+// at publish, such as Nats-Expected-Last-Sequence; Nats-Msg-Id is kept) and these:
+//
+//   - Crew-Error: the handler's error text.
+//   - Crew-Delivery-Count: the delivery that failed, 1 the first time.
+//   - Crew-Subject, Crew-Stream, Crew-Stream-Sequence: where the message came from.
+//
+// The publish waits for the stream that stores subject to confirm it; only then is the
+// message terminated, with the error as the reason. If the publish fails, as when no stream
+// stores subject, the failure goes to the error handler ([WithErrorHandler]) and the message
+// is negatively acknowledged as after any failure instead: the server keeps it, and
+// redelivers it if it has deliveries left. A consumer cannot publish, so the JetStream
+// context comes with the subject. It panics if js is nil or subject is empty.
+func WithDeadLetter(js jetstream.JetStream, subject string) Option {
+	switch {
+	case js == nil:
+		panic("crew/jetstream: WithDeadLetter: js must not be nil")
+	case subject == "":
+		panic("crew/jetstream: WithDeadLetter: subject must not be empty")
+	}
+	return func(c *config) { c.deadLetter, c.deadLetterJS = subject, js }
 }
