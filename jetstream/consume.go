@@ -261,17 +261,18 @@ func (r *run) limits(info *jetstream.ConsumerInfo) bool {
 	return changed
 }
 
-// slots is how many messages the run may hold: the in-flight limit plus the prefetch.
-func (r *run) slots() int {
-	limit := r.cfg.maxInFlight
+// slots returns the in-flight limit, and how many messages the run may hold: the limit plus
+// the prefetch.
+func (r *run) slots() (limit, slots int) {
+	limit = r.cfg.maxInFlight
 	if limit == 0 {
 		limit = r.pool.Stats().MaxWorkers
 	}
 	prefetch := r.cfg.prefetch
 	if prefetch < 0 {
-		prefetch = (limit + 3) / 4
+		prefetch = limit
 	}
-	return limit + prefetch
+	return limit, limit + prefetch
 }
 
 // poolRoom is how many more tasks p accepts now without blocking or refusing, or -1 when its
@@ -290,14 +291,14 @@ func (r *run) poolRoom() int {
 const roomPoll = 2 * time.Millisecond
 
 // reserve decides whether to pull now, how many messages, and the pull's expiry. A pull asks
-// for every free slot, and starts when no pull is under way or at least half the slots are
-// free: a pull for one or two slots at a time would cost a round trip per message, while
-// waiting for the last pull to end would leave slots idle until its expiry when the stream
-// runs dry. Under WithOrderBySubject one pull at a time keeps the messages in delivery order.
-// When it returns 0, wait is how long to wait before trying again (0: until something
-// changes).
+// for every free slot. It starts when at least a quarter of the slots are free, so that a
+// pull brings a batch rather than a message or two (a round trip each), and also for fewer
+// when no pull is under way and fewer messages are present than the in-flight limit, so
+// that workers do not idle while the stream runs dry. At most two pulls are under way, one
+// under WithOrderBySubject, which keeps the messages in the order the server sent them. When
+// it returns 0, wait is how long to wait before trying again (0: until something changes).
 func (r *run) reserve() (n int, expiry, wait time.Duration) {
-	slots := r.slots()
+	limit, slots := r.slots()
 	room := r.poolRoom()
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -305,7 +306,16 @@ func (r *run) reserve() (n int, expiry, wait time.Duration) {
 		return 0, 0, d
 	}
 	free := slots - r.held
-	if free <= 0 || (r.pulls > 0 && (r.keyed != nil || free < (slots+1)/2)) {
+	maxPulls := 2
+	if r.keyed != nil {
+		maxPulls = 1
+	}
+	switch {
+	case free <= 0 || r.pulls >= maxPulls:
+		return 0, 0, 0
+	case free >= max(1, slots/4):
+	case r.pulls == 0 && r.held-r.unaccepted < limit:
+	default:
 		return 0, 0, 0
 	}
 	if room >= 0 {

@@ -28,7 +28,7 @@ func TestConsumeHoldsAtMostTheLimitPlusThePrefetch(t *testing.T) {
 		poolLimit, want int // want: the in-flight limit plus the prefetch
 		opts            []crewjs.Option
 	}{
-		{"default prefetch", 6, 8, nil}, // a quarter of the limit, rounded up
+		{"default prefetch", 6, 12, nil}, // as many as the limit
 		{"WithPrefetch", 4, 6, []crewjs.Option{crewjs.WithPrefetch(2)}},
 		{"no prefetch", 3, 3, []crewjs.Option{crewjs.WithPrefetch(0)}},
 		{"WithMaxInFlight", 8, 3, []crewjs.Option{crewjs.WithMaxInFlight(2), crewjs.WithPrefetch(1)}},

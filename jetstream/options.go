@@ -54,8 +54,10 @@ func WithMaxInFlight(n int) Option {
 // WithPrefetch sets how many messages Consume may hold beyond the in-flight limit
 // ([WithMaxInFlight]), so that a worker that finishes finds the next message already pulled
 // instead of waiting for a round trip to the server. Prefetched messages wait in the pool's
-// queue and get in-progress signals like the others. The default is a quarter of the
-// in-flight limit, rounded up; 0 pulls only for idle slots. It panics if n is negative.
+// queue and get in-progress signals like the others. The default is the in-flight limit, so
+// that the workers stay busy while a pull is on its way; a smaller prefetch leaves fewer
+// messages waiting in this process that another could be running. 0 pulls only for idle
+// slots. It panics if n is negative.
 func WithPrefetch(n int) Option {
 	if n < 0 {
 		panic(fmt.Sprintf("crew/jetstream: WithPrefetch: n must be >= 0, got %d", n))

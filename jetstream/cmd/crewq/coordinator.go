@@ -48,6 +48,16 @@ func run(ctx context.Context, o options, stdout io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "crewq: published %d messages to stream %s in %v\n", o.n, streamName, time.Since(begin).Round(time.Millisecond))
 
+	// Terminations are counted from the server's advisories: in a work queue, a message that
+	// leaves the stream was acknowledged or terminated, and only a termination loses it.
+	var terminated atomic.Int64
+	terms, err := nc.Subscribe(fmt.Sprintf("$JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED.%s.%s", streamName, consumerName),
+		func(*nats.Msg) { terminated.Add(1) })
+	if err != nil {
+		return err
+	}
+	defer terms.Unsubscribe()
+
 	workers := make([]*workerProcess, o.procs)
 	defer func() {
 		for _, w := range workers {
@@ -83,10 +93,10 @@ func run(ctx context.Context, o options, stdout io.Writer) error {
 			continue
 		}
 		now := time.Now()
-		handled, _ := totals(workers)
+		handled, redelivered := totals(workers)
 		if drained := si.State.Msgs == 0; drained || now.Sub(lastPrint) >= o.every {
-			fmt.Fprintf(stdout, "%7.1fs  handled %8d  %8.0f/s  left %8d  %s\n", now.Sub(begin).Seconds(), handled,
-				float64(handled-lastHandled)/now.Sub(lastPrint).Seconds(), si.State.Msgs, perProcess(workers))
+			fmt.Fprintf(stdout, "%7.1fs  handled %8d  %8.0f/s  redelivered %6d  left %8d  %s\n", now.Sub(begin).Seconds(), handled,
+				float64(handled-lastHandled)/now.Sub(lastPrint).Seconds(), redelivered, si.State.Msgs, perProcess(workers))
 			lastPrint, lastHandled = now, handled
 			if drained {
 				break
@@ -106,9 +116,11 @@ func run(ctx context.Context, o options, stdout io.Writer) error {
 			failed = append(failed, fmt.Errorf("worker process %d: %w", w.id, err))
 		}
 	}
-	handled, redelivered := totals(workers)
-	fmt.Fprintf(stdout, "crewq: done: %d messages in %v (%.0f/s); handled %d times, %d of them redelivered; %s\n",
-		o.n, elapsed.Round(time.Millisecond), float64(o.n)/elapsed.Seconds(), handled, redelivered, perProcess(workers))
+	if err := nc.Flush(); err != nil { // the last advisories
+		return err
+	}
+	fmt.Fprintf(stdout, "crewq: done in %v (%.0f/s): %s; handler runs %s\n", elapsed.Round(time.Millisecond),
+		float64(o.n)/elapsed.Seconds(), reconcile(o.n, workers, terminated.Load()), perProcess(workers))
 	return errors.Join(failed...)
 }
 
@@ -203,12 +215,32 @@ func publish(ctx context.Context, js jetstream.JetStream, n int) error {
 	return nil
 }
 
+// reconcile accounts for the n messages published once the stream is empty: each was handled
+// successfully once, or after a redelivery, or terminated (lost). A killed process's counts
+// stop at its last report, so what it acknowledged after that is the rest; without a killed
+// process the rest is 0.
+func reconcile(n int, workers []*workerProcess, terminated int64) string {
+	var once, again int64
+	killed := false
+	for _, w := range workers {
+		once += w.once.Load()
+		again += w.again.Load()
+		killed = killed || w.killed
+	}
+	s := fmt.Sprintf("published %d = handled once %d + after a redelivery %d", n, once, again)
+	if rest := int64(n) - once - again - terminated; rest != 0 || killed {
+		s += fmt.Sprintf(" + by the killed process after its last report %d", rest)
+	}
+	return s + fmt.Sprintf(" + lost %d", terminated)
+}
+
 // workerProcess is a running worker process and its latest counts.
 type workerProcess struct {
 	id                   int
 	cmd                  *exec.Cmd
 	stdin                io.Closer
 	handled, redelivered atomic.Int64
+	once, again          atomic.Int64
 	reading              sync.WaitGroup // the goroutine reading its standard output
 	killed               bool
 
@@ -250,10 +282,12 @@ func (w *workerProcess) read(out io.Reader) {
 	defer w.reading.Done()
 	sc := bufio.NewScanner(out)
 	for sc.Scan() {
-		var h, r int64
-		if _, err := fmt.Sscanf(sc.Text(), "stats %d %d", &h, &r); err == nil {
+		var h, r, o, a int64
+		if _, err := fmt.Sscanf(sc.Text(), "stats %d %d %d %d", &h, &r, &o, &a); err == nil {
 			w.handled.Store(h)
 			w.redelivered.Store(r)
+			w.once.Store(o)
+			w.again.Store(a)
 		}
 	}
 }

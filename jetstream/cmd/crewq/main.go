@@ -13,13 +13,15 @@
 // its own connection and a crew pool of -workers, consuming with crewjs.Consume. Every second
 // it prints the messages handled so far, the rate, each process's count, the redeliveries and
 // the messages left in the stream. It stops the workers once the stream is empty, or after
-// -timeout, and prints a summary.
+// -timeout, and prints a summary that accounts for every message published: handled
+// successfully on its first delivery, or after a redelivery, or lost (terminated, as the
+// server's advisories count), each count as the worker processes reported it.
 //
 // With -fail, handlers fail that fraction of the messages on their first delivery, which are
 // then redelivered after the backoff. With -kill, the first worker process is killed once a
 // third of the messages are handled: the server redelivers its unacknowledged messages to the
 // others after the ack wait. Counts are as each process last reported them, so a killed
-// process's count stops at its last report.
+// process's count stops at its last report; the summary names what it handled after that.
 package main
 
 import (

@@ -36,11 +36,19 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-var summary = regexp.MustCompile(`crewq: done: (\d+) messages in .*; handled (\d+) times, (\d+) of them redelivered; per process \[(.*)\]`)
+var summary = regexp.MustCompile(`crewq: done in .*: published (\d+) = handled once (\d+) \+ after a redelivery (\d+)(?: \+ by the killed process after its last report (-?\d+))? \+ lost (\d+); handler runs per process \[(.*)\]`)
 
-// crewq runs the command with args and returns its output and the numbers of its summary:
-// messages, times handled, redeliveries, and each process's count.
-func crewq(t *testing.T, args ...string) (out string, messages, handled, redelivered int, per []int) {
+// result is what crewq's summary says.
+type result struct {
+	out                            string
+	published, once, again, killed int
+	lost                           int
+	killedTerm                     bool // the summary has a term for the killed process
+	per                            []int
+}
+
+// crewq runs the command with args and returns its output and the numbers of its summary.
+func crewq(t *testing.T, args ...string) result {
 	t.Helper()
 	opts, err := parseFlags(args, os.Stderr)
 	if err != nil {
@@ -48,71 +56,75 @@ func crewq(t *testing.T, args ...string) (out string, messages, handled, redeliv
 	}
 	var buf bytes.Buffer
 	err = run(context.Background(), opts, &buf)
-	out = buf.String()
+	r := result{out: buf.String()}
 	if err != nil {
-		t.Fatalf("crewq %s: %v\n%s", strings.Join(args, " "), err, out)
+		t.Fatalf("crewq %s: %v\n%s", strings.Join(args, " "), err, r.out)
 	}
-	m := summary.FindStringSubmatch(out)
+	m := summary.FindStringSubmatch(r.out)
 	if m == nil {
-		t.Fatalf("no summary in the output:\n%s", out)
+		t.Fatalf("no summary in the output:\n%s", r.out)
 	}
-	messages, _ = strconv.Atoi(m[1])
-	handled, _ = strconv.Atoi(m[2])
-	redelivered, _ = strconv.Atoi(m[3])
-	for _, f := range strings.Fields(strings.ReplaceAll(m[4], "(killed)", "")) {
+	r.published, _ = strconv.Atoi(m[1])
+	r.once, _ = strconv.Atoi(m[2])
+	r.again, _ = strconv.Atoi(m[3])
+	r.killedTerm = m[4] != ""
+	r.killed, _ = strconv.Atoi(m[4])
+	r.lost, _ = strconv.Atoi(m[5])
+	for _, f := range strings.Fields(strings.ReplaceAll(m[6], "(killed)", "")) {
 		n, _ := strconv.Atoi(f)
-		per = append(per, n)
+		r.per = append(r.per, n)
 	}
-	return out, messages, handled, redelivered, per
+	if r.once+r.again+r.killed+r.lost != r.published {
+		t.Errorf("the summary does not add up:\n%s", r.out)
+	}
+	return r
 }
 
 // TestCrewqDrainsTheQueueWithEveryWorkerProcess runs crewq with an embedded server and two
-// worker processes: every message is handled, each process takes part, and the progress
-// lines show the rate and the per-process counts.
+// worker processes: every message is handled once, each process takes part, and the
+// progress lines show the rate and the per-process counts.
 func TestCrewqDrainsTheQueueWithEveryWorkerProcess(t *testing.T) {
-	out, messages, handled, redelivered, per := crewq(t, "-n", "3000", "-procs", "2", "-workers", "4",
-		"-every", "100ms", "-timeout", "2m")
-	if messages != 3000 || handled != 3000 || redelivered != 0 {
-		t.Errorf("%d messages handled %d times, %d redelivered; want 3000, 3000, 0\n%s", messages, handled, redelivered, out)
+	r := crewq(t, "-n", "3000", "-procs", "2", "-workers", "4", "-every", "100ms", "-timeout", "2m")
+	if r.published != 3000 || r.once != 3000 || r.again != 0 || r.lost != 0 || r.killedTerm {
+		t.Errorf("want 3000 published, all handled once, none lost, no killed process\n%s", r.out)
 	}
-	if len(per) != 2 || per[0] == 0 || per[1] == 0 || per[0]+per[1] != handled {
-		t.Errorf("per-process counts %v, want two, each above 0, adding up to %d\n%s", per, handled, out)
+	if len(r.per) != 2 || r.per[0] == 0 || r.per[1] == 0 || r.per[0]+r.per[1] != 3000 {
+		t.Errorf("per-process counts %v, want two, each above 0, adding up to 3000\n%s", r.per, r.out)
 	}
-	if !strings.Contains(out, "/s  left") {
-		t.Errorf("no progress line in the output:\n%s", out)
+	if !strings.Contains(r.out, "/s  redelivered") {
+		t.Errorf("no progress line in the output:\n%s", r.out)
 	}
 }
 
 // TestCrewqLosesNothingWhenAWorkerProcessIsKilled runs crewq with -kill: the first worker
-// process is killed mid-run, and the others handle every message, including the ones it held.
+// process is killed mid-run, the others handle every message, including the ones it held,
+// and the summary accounts for every message, naming what the killed process did after its
+// last report.
 func TestCrewqLosesNothingWhenAWorkerProcessIsKilled(t *testing.T) {
 	begin := time.Now()
-	out, messages, handled, redelivered, per := crewq(t, "-n", "3000", "-procs", "3", "-workers", "4",
-		"-work", "1ms", "-kill", "-ackwait", "1s", "-every", "100ms", "-timeout", "2m")
-	if !strings.Contains(out, "killed worker process 1") || len(per) != 3 {
-		t.Fatalf("no worker process killed:\n%s", out)
+	r := crewq(t, "-n", "3000", "-procs", "3", "-workers", "4", "-work", "1ms", "-kill", "-ackwait", "1s",
+		"-every", "100ms", "-timeout", "2m")
+	if !strings.Contains(r.out, "killed worker process 1") || len(r.per) != 3 {
+		t.Fatalf("no worker process killed:\n%s", r.out)
 	}
-	// crewq reports done once the stream is empty: every message was acknowledged. The killed
-	// process's count stops at its last report, so the counts may add up to less than that.
-	if messages != 3000 || redelivered == 0 {
-		t.Errorf("%d messages, %d redelivered; want 3000, and the killed process's messages redelivered\n%s", messages, redelivered, out)
+	if r.published != 3000 || r.again == 0 || r.lost != 0 || !r.killedTerm {
+		t.Errorf("want 3000 published, the killed process's messages handled after a redelivery, none lost, a term for the killed process\n%s", r.out)
 	}
-	t.Logf("handled %d times as reported, %d redelivered, in %v", handled, redelivered, time.Since(begin))
+	t.Logf("%d once, %d after a redelivery, %d by the killed process unreported, in %v", r.once, r.again, r.killed, time.Since(begin))
 }
 
 // TestCrewqFailsFirstDeliveriesWithFail proves -fail: that fraction of messages is
 // redelivered once, and every message is still handled.
 func TestCrewqFailsFirstDeliveriesWithFail(t *testing.T) {
-	out, messages, handled, redelivered, _ := crewq(t, "-n", "500", "-procs", "1", "-workers", "8",
-		"-fail", "0.1", "-every", "100ms", "-timeout", "2m")
+	r := crewq(t, "-n", "500", "-procs", "1", "-workers", "8", "-fail", "0.1", "-every", "100ms", "-timeout", "2m")
 	failed := 0
 	for i := range 500 {
 		if failsFirst([]byte(strconv.Itoa(i)), 0.1) {
 			failed++
 		}
 	}
-	if messages != 500 || redelivered != failed || handled != 500+failed {
-		t.Errorf("%d messages handled %d times, %d redelivered; want 500, %d, %d\n%s", messages, handled, redelivered, 500+failed, failed, out)
+	if r.published != 500 || r.again != failed || r.once != 500-failed || r.per[0] != 500+failed {
+		t.Errorf("want 500 published, %d handled once, %d after a redelivery, %d handler runs\n%s", 500-failed, failed, 500+failed, r.out)
 	}
 }
 

@@ -25,7 +25,9 @@ const (
 // runWorker is one worker process. It consumes the CREWQ consumer on a pool of o.workers
 // handlers until its standard input closes (the coordinator's signal to stop, which also
 // comes when the coordinator dies) or ctx ends, and writes its counts to stdout as lines
-// "stats HANDLED REDELIVERED", every reportEvery and once more at the end.
+// "stats HANDLED REDELIVERED ONCE AGAIN", every reportEvery and once more at the end: the
+// handler's runs, those on a redelivery, and the messages handled successfully on their first
+// delivery and on a later one.
 func runWorker(ctx context.Context, o options, stdin io.Reader, stdout io.Writer) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -46,8 +48,10 @@ func runWorker(ctx context.Context, o options, stdin io.Reader, stdout io.Writer
 
 	p := crew.New(o.workers)
 	defer p.StopAndWait()
-	var handled, redelivered atomic.Int64
-	report := func() { fmt.Fprintf(stdout, "stats %d %d\n", handled.Load(), redelivered.Load()) }
+	var handled, redelivered, once, again atomic.Int64
+	report := func() {
+		fmt.Fprintf(stdout, "stats %d %d %d %d\n", handled.Load(), redelivered.Load(), once.Load(), again.Load())
+	}
 	reporting := make(chan struct{})
 	go func() {
 		defer close(reporting)
@@ -80,6 +84,11 @@ func runWorker(ctx context.Context, o options, stdin io.Reader, stdout io.Writer
 		}
 		if o.work > 0 {
 			time.Sleep(o.work)
+		}
+		if md.NumDelivered > 1 {
+			again.Add(1)
+		} else {
+			once.Add(1)
 		}
 		return nil
 	}, opts...)
