@@ -39,7 +39,7 @@ func BenchmarkConsume(b *testing.B) {
 				{"crew-asyncack", startCrew(crewjs.WithAsyncAck())},
 				{"nats-consume", startNatsConsume},
 			} {
-				b.Run(fmt.Sprintf("work=%v/procs=%d/%s", work, procs, way.name), func(b *testing.B) {
+				b.Run(fmt.Sprintf("work=%v/procs=%d/way=%s", work, procs, way.name), func(b *testing.B) {
 					benchConsume(b, procs, work, way.start)
 				})
 			}

@@ -178,6 +178,12 @@ func (r *run) run(ctx context.Context) error {
 	defer unregister()
 
 	for r.work.Err() == nil {
+		if r.pool.Stopped() {
+			// Noticed here too, not only by a submit: the tasks a StopNow handed back never
+			// run, and their messages must be released without waiting for the next one.
+			r.fail(fmt.Errorf("crew/jetstream: %w", crew.ErrStopped), false)
+			break
+		}
 		if err := r.takeLookup(); err != nil {
 			r.confirm(err)
 			continue
@@ -339,23 +345,27 @@ func (r *run) reserve() (n int, expiry, wait time.Duration) {
 }
 
 // idle waits until a slot frees up or a pull ends, for wait if it is positive, or until
-// pulling stops.
+// pulling stops; at most stoppedPoll, to notice a stopped pool.
 func (r *run) idle(wait time.Duration) {
-	var timeout <-chan time.Time
-	if wait > 0 {
-		if r.retryTimer == nil {
-			r.retryTimer = time.NewTimer(wait)
-		} else {
-			r.retryTimer.Reset(wait)
-		}
-		timeout = r.retryTimer.C
+	if wait <= 0 || wait > stoppedPoll {
+		wait = stoppedPoll
 	}
+	if r.retryTimer == nil {
+		r.retryTimer = time.NewTimer(wait)
+	} else {
+		r.retryTimer.Reset(wait)
+	}
+	timeout := r.retryTimer.C
 	select {
 	case <-r.changed:
 	case <-timeout:
 	case <-r.work.Done():
 	}
 }
+
+// stoppedPoll is how often an idle run looks whether its pool was stopped: a pool offers no
+// signal for it.
+const stoppedPoll = 100 * time.Millisecond
 
 // read hands the messages of one pull to the pool, then gives back the slots the pull
 // reserved and did not fill.

@@ -518,7 +518,7 @@ func TestConsumeRejectsAConsumerWithoutExplicitAcks(t *testing.T) {
 }
 
 // TestConsumeReturnsErrStoppedWhenThePoolIsStopped proves that Consume gives up, with an error
-// matching crew.ErrStopped, when its pool refuses work, and releases the message to others.
+// matching crew.ErrStopped, when its pool is stopped, and pulls nothing for it.
 func TestConsumeReturnsErrStoppedWhenThePoolIsStopped(t *testing.T) {
 	q := newQueue(t, jetstream.ConsumerConfig{})
 	publish(t, q.js, 1)
@@ -533,8 +533,55 @@ func TestConsumeReturnsErrStoppedWhenThePoolIsStopped(t *testing.T) {
 	if !errors.Is(err, crew.ErrStopped) {
 		t.Fatalf("Consume returned %v, want crew.ErrStopped", err)
 	}
-	// Released, the message goes to the next Consume at once, not after the ack wait.
-	expectRedelivery(t, q.cons, 10*time.Second)
+	if ci := info(t, q.cons); ci.Delivered.Consumer != 0 {
+		t.Errorf("%d messages delivered for a stopped pool, want 0", ci.Delivered.Consumer)
+	}
+}
+
+// TestConsumeReleasesWhatStopNowHandedBack proves that a pool stopped with StopNow while
+// messages wait in its queue ends Consume with crew.ErrStopped, and that the messages whose
+// tasks StopNow took out are released at once, not left until Consume's context ends.
+func TestConsumeReleasesWhatStopNowHandedBack(t *testing.T) {
+	q := newQueue(t, jetstream.ConsumerConfig{AckWait: time.Minute})
+	naks, err := q.nc.SubscribeSync("$JS.EVENT.ADVISORY.CONSUMER.MSG_NAKED.JOBS.workers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	publish(t, q.js, 4)
+	p := crew.New(1)
+	defer p.StopAndWait()
+	started := make(chan struct{}, 4)
+	release, open := newGate(t)
+	_, done := consumeInBackground(t, func(ctx context.Context) error {
+		err := crewjs.Consume(ctx, q.cons, p, func(ctx context.Context, msg jetstream.Msg) error {
+			started <- struct{}{}
+			<-release
+			return nil
+		}, crewjs.WithPrefetch(3), failOnError(t))
+		if !errors.Is(err, crew.ErrStopped) {
+			t.Errorf("Consume returned %v, want crew.ErrStopped", err)
+		}
+		return nil
+	})
+	<-started
+	waitFor(t, 10*time.Second, "three queued", func() bool { return p.Stats().Waiting == 3 })
+	if got := len(p.StopNow()); got != 3 {
+		t.Fatalf("StopNow handed back %d tasks, want 3", got)
+	}
+	for i := range 3 {
+		if _, err := naks.NextMsg(10 * time.Second); err != nil {
+			t.Fatalf("%d of the 3 messages StopNow took out released: %v", i, err)
+		}
+	}
+	open()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Consume did not return after its pool was stopped")
+	}
+	if len(started) != 0 {
+		t.Errorf("%d handlers ran after StopNow", len(started))
+	}
 }
 
 // TestConsumeReturnsWhenTheConnectionCloses proves that a closed connection ends Consume
@@ -602,6 +649,8 @@ func TestConsumePanicsOnNilArguments(t *testing.T) {
 		{"WithShutdownTimeout(-1)", "crew/jetstream: WithShutdownTimeout: d must be >= 0, got -1ns", func() { crewjs.WithShutdownTimeout(-1) }},
 		{"WithInProgressInterval(-1)", "crew/jetstream: WithInProgressInterval: d must be >= 0, got -1ns", func() { crewjs.WithInProgressInterval(-1) }},
 		{"WithPullExpiry(0)", "crew/jetstream: WithPullExpiry: d must be >= 10ms, got 0s", func() { crewjs.WithPullExpiry(0) }},
+		{"WithDeadLetter(nil, subject)", "crew/jetstream: WithDeadLetter: js must not be nil", func() { crewjs.WithDeadLetter(nil, "dead") }},
+		{"WithDeadLetter(js, \"\")", "crew/jetstream: WithDeadLetter: subject must not be empty", func() { crewjs.WithDeadLetter(q.js, "") }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			defer func() {
