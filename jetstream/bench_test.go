@@ -3,6 +3,7 @@ package jetstream_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -24,6 +25,10 @@ const benchWorkers = 16
 //   - nats-consume: nats.go's own Consume callback, which starts a goroutine per message
 //     guarded by a semaphore of benchWorkers slots, acknowledging with DoubleAck; nats.go
 //     buffers up to its default of 500 messages ahead.
+//   - nats-fetch: a loop of nats.go's Fetch, each for the free slots of a semaphore of
+//     2*benchWorkers (crew's default in-flight limit plus prefetch), a goroutine per message
+//     of which benchWorkers run the handler at once, acknowledging with DoubleAck: the pull
+//     that Consume is built on, without crew, to tell its cost from crew's.
 //
 // The handler does nothing (work=0) or sleeps a millisecond (work=1ms, a stand-in for a call
 // to another service). Each run checks that every message was handled and the stream is empty.
@@ -38,6 +43,7 @@ func BenchmarkConsume(b *testing.B) {
 				{"crew", startCrew()},
 				{"crew-asyncack", startCrew(crewjs.WithAsyncAck())},
 				{"nats-consume", startNatsConsume},
+				{"nats-fetch", startNatsFetch},
 			} {
 				b.Run(fmt.Sprintf("work=%v/procs=%d/way=%s", work, procs, way.name), func(b *testing.B) {
 					benchConsume(b, procs, work, way.start)
@@ -127,5 +133,66 @@ func startNatsConsume(tb testing.TB, s *natsServer, h func()) func() {
 		for range benchWorkers { // wait for the goroutines still acknowledging
 			sem <- struct{}{}
 		}
+	}
+}
+
+// startNatsFetch starts a process pulling with nats.go's Fetch in a loop, each pull for the
+// free slots of 2*benchWorkers, and handling each message on its own goroutine, at most
+// benchWorkers at a time.
+func startNatsFetch(tb testing.TB, s *natsServer, h func()) func() {
+	_, js := connect(tb, s)
+	cons := consumerOn(tb, js)
+	ctx, cancel := context.WithCancel(context.Background())
+	slots := make(chan struct{}, 2*benchWorkers) // held messages
+	run := make(chan struct{}, benchWorkers)     // handlers running
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for ctx.Err() == nil {
+			n := 0
+			select {
+			case slots <- struct{}{}:
+				n++
+			case <-ctx.Done():
+				return
+			}
+		more:
+			for n < cap(slots) {
+				select {
+				case slots <- struct{}{}:
+					n++
+				default:
+					break more
+				}
+			}
+			batch, err := cons.Fetch(n, jetstream.FetchMaxWait(time.Second))
+			if err != nil {
+				tb.Errorf("fetch: %v", err)
+				return
+			}
+			got := 0
+			for msg := range batch.Messages() {
+				got++
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					run <- struct{}{}
+					h()
+					if err := msg.DoubleAck(context.Background()); err != nil {
+						tb.Errorf("ack: %v", err)
+					}
+					<-run
+					<-slots
+				}()
+			}
+			for range n - got {
+				<-slots
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		wg.Wait()
 	}
 }

@@ -153,9 +153,11 @@ type run struct {
 	settling  sync.RWMutex
 	abandoned bool
 
-	mu         sync.Mutex
-	held       int           // messages held plus slots reserved by pulls under way
-	unaccepted int           // of held: reserved slots and messages p has not accepted yet
+	mu   sync.Mutex
+	held int // messages held plus slots reserved by pulls under way
+	// unaccepted counts, of held, the reserved slots and the messages p has not accepted
+	// yet; changed under mu, except that a message's acceptance takes one off without it.
+	unaccepted atomic.Int64
 	pulls      int           // pulls under way
 	failures   int           // pulls that failed in a row
 	retryAt    time.Time     // no pull before this, after a failure
@@ -163,6 +165,7 @@ type run struct {
 	lookup     error         // a failure that asks whether the consumer still exists; nil: none
 	maxBatch   int           // the consumer's MaxRequestBatch; 0: none
 	maxExpires time.Duration // the consumer's MaxRequestExpires; 0: none
+	limitsGen  int           // counts the changes of maxBatch and maxExpires
 	live       delivery      // sentinel of the ring of messages held
 }
 
@@ -188,7 +191,7 @@ func (r *run) run(ctx context.Context) error {
 			r.confirm(err)
 			continue
 		}
-		n, expiry, wait := r.reserve()
+		n, expiry, gen, wait := r.reserve()
 		if n == 0 {
 			r.idle(wait)
 			continue
@@ -197,11 +200,11 @@ func (r *run) run(ctx context.Context) error {
 		batch, err := r.cons.Fetch(n, jetstream.FetchContext(fctx))
 		if err != nil {
 			cancel()
-			r.endPull(n, 0, err)
+			r.endPull(n, 0, gen, err)
 			continue
 		}
 		r.readers.Add(1)
-		go r.read(batch, n, cancel)
+		go r.read(batch, n, gen, cancel)
 	}
 	r.stop()
 	// The pulls under way end on the server, at their expiry at the latest; what they bring
@@ -263,7 +266,10 @@ func (r *run) limits(info *jetstream.ConsumerInfo) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	changed := r.maxBatch != info.Config.MaxRequestBatch || r.maxExpires != info.Config.MaxRequestExpires
-	r.maxBatch, r.maxExpires = info.Config.MaxRequestBatch, info.Config.MaxRequestExpires
+	if changed {
+		r.maxBatch, r.maxExpires = info.Config.MaxRequestBatch, info.Config.MaxRequestExpires
+		r.limitsGen++
+	}
 	return changed
 }
 
@@ -296,20 +302,21 @@ func (r *run) poolRoom() int {
 // other work frees on p is not signaled to the run.
 const roomPoll = 2 * time.Millisecond
 
-// reserve decides whether to pull now, how many messages, and the pull's expiry. A pull asks
+// reserve decides whether to pull now, how many messages, and the pull's expiry; gen is the
+// generation of the request limits the pull keeps within. A pull asks
 // for every free slot. It starts when at least a quarter of the slots are free, so that a
 // pull brings a batch rather than a message or two (a round trip each), and also for fewer
 // when no pull is under way and fewer messages are present than the in-flight limit, so
 // that workers do not idle while the stream runs dry. At most two pulls are under way, one
 // under WithOrderBySubject, which keeps the messages in the order the server sent them. When
 // it returns 0, wait is how long to wait before trying again (0: until something changes).
-func (r *run) reserve() (n int, expiry, wait time.Duration) {
+func (r *run) reserve() (n int, expiry time.Duration, gen int, wait time.Duration) {
 	limit, slots := r.slots()
 	room := r.poolRoom()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if d := time.Until(r.retryAt); d > 0 {
-		return 0, 0, d
+		return 0, 0, 0, d
 	}
 	free := slots - r.held
 	maxPulls := 2
@@ -318,15 +325,15 @@ func (r *run) reserve() (n int, expiry, wait time.Duration) {
 	}
 	switch {
 	case free <= 0 || r.pulls >= maxPulls:
-		return 0, 0, 0
+		return 0, 0, 0, 0
 	case free >= max(1, slots/4):
-	case r.pulls == 0 && r.held-r.unaccepted < limit:
+	case r.pulls == 0 && r.held-int(r.unaccepted.Load()) < limit:
 	default:
-		return 0, 0, 0
+		return 0, 0, 0, 0
 	}
 	if room >= 0 {
-		if room -= r.unaccepted; room <= 0 {
-			return 0, 0, roomPoll
+		if room -= int(r.unaccepted.Load()); room <= 0 {
+			return 0, 0, 0, roomPoll
 		}
 		free = min(free, room)
 	}
@@ -339,9 +346,9 @@ func (r *run) reserve() (n int, expiry, wait time.Duration) {
 		expiry = min(expiry, r.maxExpires)
 	}
 	r.held += free
-	r.unaccepted += free
+	r.unaccepted.Add(int64(free))
 	r.pulls++
-	return free, expiry, 0
+	return free, expiry, r.limitsGen, 0
 }
 
 // idle waits until a slot frees up or a pull ends, for wait if it is positive, or until
@@ -369,7 +376,7 @@ const stoppedPoll = 100 * time.Millisecond
 
 // read hands the messages of one pull to the pool, then gives back the slots the pull
 // reserved and did not fill.
-func (r *run) read(batch jetstream.MessageBatch, reserved int, cancel context.CancelFunc) {
+func (r *run) read(batch jetstream.MessageBatch, reserved, gen int, cancel context.CancelFunc) {
 	defer r.readers.Done()
 	defer cancel()
 	got := 0
@@ -377,11 +384,12 @@ func (r *run) read(batch jetstream.MessageBatch, reserved int, cancel context.Ca
 		got++
 		r.dispatch(msg)
 	}
-	r.endPull(reserved-got, got, batch.Error())
+	r.endPull(reserved-got, got, gen, batch.Error())
 }
 
-// endPull ends a pull that left unused of its reserved slots free and received got messages.
-func (r *run) endPull(unused, got int, err error) {
+// endPull ends a pull that left unused of its reserved slots free and received got messages;
+// it was sent under the request limits of generation gen.
+func (r *run) endPull(unused, got, gen int, err error) {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		err = nil // the pull's expiry, or the end of pulling
 	}
@@ -392,14 +400,19 @@ func (r *run) endPull(unused, got int, err error) {
 		errors.Is(err, jetstream.ErrBadRequest):
 		r.fail(fmt.Errorf("crew/jetstream: pulling messages: %w", err), true)
 		err = nil
-	case errors.Is(err, nats.ErrNoResponders) || strings.Contains(err.Error(), "Exceeded MaxRequest"):
-		// No responder: the consumer or its stream may be gone, or the server restarting. A
-		// request limit: the consumer may have changed. Either way, ask the server.
+	case errors.Is(err, nats.ErrNoResponders):
+		// The consumer or its stream may be gone, or the server restarting: ask the server.
 		lookup = true
+	case isLimitRefusal(err):
+		// The consumer may have changed: ask the server, unless the limits changed since
+		// this pull was sent.
+		r.mu.Lock()
+		lookup = gen == r.limitsGen
+		r.mu.Unlock()
 	}
 	r.mu.Lock()
 	r.held -= unused
-	r.unaccepted -= unused
+	r.unaccepted.Add(int64(-unused))
 	r.pulls--
 	switch {
 	case err != nil:
@@ -452,9 +465,15 @@ func (r *run) confirm(cause error) {
 		if r.work.Err() == nil {
 			r.report(fmt.Errorf("crew/jetstream: looking up the consumer after %v (retrying): %w", cause, err))
 		}
-	case !r.limits(info) && strings.Contains(cause.Error(), "Exceeded MaxRequest"):
+	case !r.limits(info) && isLimitRefusal(cause):
 		r.fail(fmt.Errorf("crew/jetstream: the server refuses pulls within the consumer's limits: %w", cause), false)
 	}
+}
+
+// isLimitRefusal reports whether err is the server's refusal of a pull that exceeded one of
+// the consumer's request limits.
+func isLimitRefusal(err error) bool {
+	return strings.Contains(err.Error(), "Exceeded MaxRequest")
 }
 
 // lookupTimeout bounds one lookup of the consumer.
@@ -489,10 +508,7 @@ func (r *run) report(err error) {
 // pause, until it accepts or the run stops: the message stays held meanwhile, with its
 // in-progress signals, and its delivery is not spent on the refusal.
 func (r *run) dispatch(msg jetstream.Msg) {
-	d := &delivery{r: r, msg: msg, attempt: 1}
-	if meta, err := msg.Metadata(); err == nil && meta.NumDelivered > 0 {
-		d.attempt = int(meta.NumDelivered)
-	}
+	d := &delivery{r: r, msg: msg}
 	r.mu.Lock()
 	d.prev, d.next = r.live.prev, &r.live
 	d.prev.next, r.live.prev = d, d
@@ -501,7 +517,7 @@ func (r *run) dispatch(msg jetstream.Msg) {
 	if r.stopping.Load() {
 		return // released by releaseWaiting
 	}
-	if d.every = r.progressInterval(d.attempt); d.every > 0 {
+	if d.every = r.progressInterval(d); d.every > 0 {
 		d.mu.Lock()
 		d.timer = time.AfterFunc(d.every, d.progress)
 		d.mu.Unlock()
@@ -535,20 +551,16 @@ func (r *run) dispatch(msg jetstream.Msg) {
 const maxRefusedPause = 20 * time.Millisecond
 
 // accepted counts one message of a pull as accepted by the pool, or as never to be.
-func (r *run) accepted() {
-	r.mu.Lock()
-	r.unaccepted--
-	r.mu.Unlock()
-}
+func (r *run) accepted() { r.unaccepted.Add(-1) }
 
-// progressInterval is how often a message delivered for the attempt-th time is signaled.
-func (r *run) progressInterval(attempt int) time.Duration {
+// progressInterval is how often d's message is signaled.
+func (r *run) progressInterval(d *delivery) time.Duration {
 	if r.cfg.progressInterval >= 0 {
 		return r.cfg.progressInterval
 	}
 	ackWait := r.ackWait
 	if n := len(r.backoffList); n > 0 {
-		ackWait = r.backoffList[min(attempt, n)-1]
+		ackWait = r.backoffList[min(d.attempt(), n)-1]
 	}
 	return ackWait / 2
 }

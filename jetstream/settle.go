@@ -14,10 +14,10 @@ import (
 
 // delivery is one message held by a run, from its arrival until it is settled.
 type delivery struct {
-	r       *run
-	msg     jetstream.Msg
-	attempt int // the message's delivery count, 1 the first time
-	every   time.Duration
+	r        *run
+	msg      jetstream.Msg
+	attempts int // the message's delivery count, 1 the first time; 0 until read
+	every    time.Duration
 
 	mu      sync.Mutex
 	started bool        // the handler has been called
@@ -25,6 +25,20 @@ type delivery struct {
 	timer   *time.Timer // in-progress signals, or nil
 
 	prev, next *delivery // in r.live, guarded by r.mu
+}
+
+// attempt returns the message's delivery count, 1 the first time. It is read from the
+// message's metadata when first needed, which a message acknowledged at its first try
+// never is. Only one goroutine at a time works on a delivery (the one reading the pull,
+// then the worker), so the cached count needs no lock.
+func (d *delivery) attempt() int {
+	if d.attempts == 0 {
+		d.attempts = 1
+		if meta, err := d.msg.Metadata(); err == nil && meta.NumDelivered > 0 {
+			d.attempts = int(meta.NumDelivered)
+		}
+	}
+	return d.attempts
 }
 
 // handle runs the handler for d's message on a worker and settles the message.
@@ -63,7 +77,7 @@ var errHandlerDidNotReturn = errors.New("crew/jetstream: handler panicked or cal
 func (d *delivery) failed(err error) {
 	r := d.r
 	permanent := IsPermanent(err)
-	last := permanent || (r.maxDeliver > 0 && d.attempt >= r.maxDeliver)
+	last := permanent || (r.maxDeliver > 0 && d.attempt() >= r.maxDeliver)
 	switch {
 	case last && r.cfg.deadLetter != "":
 		d.settle(deadLetter, err)
@@ -158,7 +172,7 @@ func (d *delivery) send(o outcome, cause error) {
 func (d *delivery) retry(cause error) error {
 	delay, ok := retryDelay(cause)
 	if !ok {
-		delay = d.r.backoff(d.attempt)
+		delay = d.r.backoff(d.attempt())
 	}
 	if delay > 0 {
 		return d.msg.NakWithDelay(delay)
@@ -189,7 +203,7 @@ func (d *delivery) publishDeadLetter(cause error) error {
 		h[k] = append([]string(nil), v...)
 	}
 	h.Set(headerError, cause.Error())
-	h.Set(headerDeliveries, strconv.Itoa(d.attempt))
+	h.Set(headerDeliveries, strconv.Itoa(d.attempt()))
 	h.Set(headerSubject, d.msg.Subject())
 	if meta, err := d.msg.Metadata(); err == nil {
 		h.Set(headerStream, meta.Stream)
