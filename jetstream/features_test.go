@@ -128,8 +128,18 @@ func deadLetters(t *testing.T, q *queue) jetstream.Consumer {
 // message's last failed delivery (MaxDeliver reached, whether the handler returned an error,
 // panicked or called runtime.Goexit) and on a Permanent error, the message's payload and
 // headers go to the dead-letter subject with the error, the delivery count and the origin,
-// and the message is then terminated; messages that succeed are not dead-lettered.
+// and the message is then terminated; messages that succeed are not dead-lettered. It runs
+// with and without WithOrderBySubject, whose Keyed runs the panicking handlers.
 func TestWithDeadLetterPublishesTheLastFailedDelivery(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts []crewjs.Option
+	}{{"unordered", nil}, {"WithOrderBySubject", []crewjs.Option{crewjs.WithOrderBySubject()}}} {
+		t.Run(tc.name, func(t *testing.T) { testDeadLetters(t, tc.opts) })
+	}
+}
+
+func testDeadLetters(t *testing.T, opts []crewjs.Option) {
 	const maxDeliver = 2
 	q := newQueue(t, jetstream.ConsumerConfig{MaxDeliver: maxDeliver})
 	dead := deadLetters(t, q)
@@ -137,8 +147,9 @@ func TestWithDeadLetterPublishesTheLastFailedDelivery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Payload i: 0 succeeds, 1 always fails, 2 is permanent, 3 panics, 4 calls Goexit.
-	const n = 5
+	// Payload i: 0 succeeds, 1 always fails, 2 is permanent, 3 panics, 4 calls Goexit, 5
+	// panics with nil.
+	const n = 6
 	for i := range n {
 		m := &nats.Msg{Subject: subject, Data: []byte(strconv.Itoa(i)), Header: nats.Header{}}
 		m.Header.Set("Order", fmt.Sprint("order-", i))
@@ -162,9 +173,11 @@ func TestWithDeadLetterPublishesTheLastFailedDelivery(t *testing.T) {
 				panic("handler panic")
 			case 4:
 				runtime.Goexit()
+			case 5:
+				panic(nil)
 			}
 			return nil
-		}, crewjs.WithDeadLetter(q.js, "dead.jobs"), crewjs.WithBackoff(func(int) time.Duration { return 0 }), failOnError(t))
+		}, append(opts, crewjs.WithDeadLetter(q.js, "dead.jobs"), crewjs.WithBackoff(func(int) time.Duration { return 0 }), failOnError(t))...)
 	})
 	for range n - 1 {
 		if _, err := terms.NextMsg(30 * time.Second); err != nil {
@@ -185,6 +198,7 @@ func TestWithDeadLetterPublishesTheLastFailedDelivery(t *testing.T) {
 		"2": {"does not decode", "1"},
 		"3": {"crew/jetstream: handler panicked or called runtime.Goexit", "2"},
 		"4": {"crew/jetstream: handler panicked or called runtime.Goexit", "2"},
+		"5": {"crew/jetstream: handler panicked or called runtime.Goexit", "2"},
 	}
 	batch, err := dead.Fetch(10, jetstream.FetchMaxWait(2*time.Second))
 	if err != nil {
@@ -213,7 +227,7 @@ func TestWithDeadLetterPublishesTheLastFailedDelivery(t *testing.T) {
 		}
 	}
 	if len(got) != len(want) {
-		t.Errorf("dead letters for %v, want one each for 1 to 4", got)
+		t.Errorf("dead letters for %v, want one each for 1 to 5", got)
 	}
 	for i := range n {
 		wantCalls := int64(maxDeliver)
