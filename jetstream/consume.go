@@ -163,6 +163,7 @@ type run struct {
 	retryAt    time.Time     // no pull before this, after a failure
 	err        error         // why pulling stopped for good, if it was not ctx
 	lookup     error         // a failure that asks whether the consumer still exists; nil: none
+	lookupGen  int           // for a refused pull, the generation of the limits it was sent under
 	maxBatch   int           // the consumer's MaxRequestBatch; 0: none
 	maxExpires time.Duration // the consumer's MaxRequestExpires; 0: none
 	limitsGen  int           // counts the changes of maxBatch and maxExpires
@@ -187,8 +188,8 @@ func (r *run) run(ctx context.Context) error {
 			r.fail(fmt.Errorf("crew/jetstream: %w", crew.ErrStopped), false)
 			break
 		}
-		if err := r.takeLookup(); err != nil {
-			r.confirm(err)
+		if gen, err := r.takeLookup(); err != nil {
+			r.confirm(err, gen)
 			continue
 		}
 		n, expiry, gen, wait := r.reserve()
@@ -303,13 +304,14 @@ func (r *run) poolRoom() int {
 const roomPoll = 2 * time.Millisecond
 
 // reserve decides whether to pull now, how many messages, and the pull's expiry; gen is the
-// generation of the request limits the pull keeps within. A pull asks
-// for every free slot. It starts when at least a quarter of the slots are free, so that a
-// pull brings a batch rather than a message or two (a round trip each), and also for fewer
-// when no pull is under way and fewer messages are present than the in-flight limit, so
-// that workers do not idle while the stream runs dry. At most two pulls are under way, one
-// under WithOrderBySubject, which keeps the messages in the order the server sent them. When
-// it returns 0, wait is how long to wait before trying again (0: until something changes).
+// generation of the request limits the pull keeps within. A pull asks for every free slot
+// (no more than p has room for, and within the consumer's limits). It starts when at least a
+// quarter of the slots are free, so that a pull brings a batch rather than a message or two
+// (a round trip each), and also for fewer when no pull is under way and fewer messages are
+// present than the in-flight limit, so that workers do not idle while the stream runs dry.
+// At most two pulls are under way, one under WithOrderBySubject, which keeps the messages in
+// the order the server sent them. When it returns 0, wait is how long to wait before trying
+// again (0: until something changes).
 func (r *run) reserve() (n int, expiry time.Duration, gen int, wait time.Duration) {
 	limit, slots := r.slots()
 	room := r.poolRoom()
@@ -404,11 +406,8 @@ func (r *run) endPull(unused, got, gen int, err error) {
 		// The consumer or its stream may be gone, or the server restarting: ask the server.
 		lookup = true
 	case isLimitRefusal(err):
-		// The consumer may have changed: ask the server, unless the limits changed since
-		// this pull was sent.
-		r.mu.Lock()
-		lookup = gen == r.limitsGen
-		r.mu.Unlock()
+		// The consumer may have changed: ask the server.
+		lookup = true
 	}
 	r.mu.Lock()
 	r.held -= unused
@@ -419,7 +418,7 @@ func (r *run) endPull(unused, got, gen int, err error) {
 		r.failures++
 		r.retryAt = time.Now().Add(retryPause(r.failures))
 		if lookup && r.lookup == nil {
-			r.lookup = err
+			r.lookup, r.lookupGen = err, gen
 		}
 	case got > 0 || r.failures > 0:
 		r.failures = 0
@@ -436,25 +435,27 @@ func (r *run) endPull(unused, got, gen int, err error) {
 func (r *run) askLookup(err error) {
 	r.mu.Lock()
 	if r.lookup == nil {
-		r.lookup = err
+		r.lookup, r.lookupGen = err, r.limitsGen
 	}
 	r.mu.Unlock()
 	r.signal()
 }
 
-// takeLookup returns, and clears, the failure that asks for a lookup, if any.
-func (r *run) takeLookup() error {
+// takeLookup returns, and clears, the failure that asks for a lookup, if any, with the
+// generation of the limits it happened under.
+func (r *run) takeLookup() (gen int, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	err := r.lookup
+	err = r.lookup
 	r.lookup = nil
-	return err
+	return r.lookupGen, err
 }
 
 // confirm looks the consumer up after cause, a failure that suggests it is gone or changed,
-// and ends the run if it is gone, or if cause is a refused pull and the consumer's limits,
-// which the pull kept within, did not change.
-func (r *run) confirm(cause error) {
+// and ends the run if it is gone, or if cause is a pull refused although it kept within the
+// limits the server reports: sent under the limits of generation gen, which are still the
+// ones in force. A pull sent under older limits is only retried under the new ones.
+func (r *run) confirm(cause error, gen int) {
 	ctx, cancel := context.WithTimeout(r.work, lookupTimeout)
 	defer cancel()
 	info, err := r.cons.Info(ctx)
@@ -465,9 +466,16 @@ func (r *run) confirm(cause error) {
 		if r.work.Err() == nil {
 			r.report(fmt.Errorf("crew/jetstream: looking up the consumer after %v (retrying): %w", cause, err))
 		}
-	case !r.limits(info) && isLimitRefusal(cause):
+	case !r.limits(info) && isLimitRefusal(cause) && gen == r.currentLimitsGen():
 		r.fail(fmt.Errorf("crew/jetstream: the server refuses pulls within the consumer's limits: %w", cause), false)
 	}
+}
+
+// currentLimitsGen returns the generation of the request limits in force.
+func (r *run) currentLimitsGen() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.limitsGen
 }
 
 // isLimitRefusal reports whether err is the server's refusal of a pull that exceeded one of
