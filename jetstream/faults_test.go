@@ -257,3 +257,23 @@ func TestConsumeWaitsForRoomOnABoundedBlockingPool(t *testing.T) {
 		t.Errorf("the pool refused %d submits, want 0", s.Rejected)
 	}
 }
+
+// TestConsumeReturnsWithinThePullExpiryOfItsContextsEnd proves DefaultPullExpiry's promise
+// that it bounds Consume's wait, once its context has ended, for the pulls under way: on an
+// empty stream, with a pull waiting on the server, Consume returns within the expiry (and
+// a margin for a busy machine).
+func TestConsumeReturnsWithinThePullExpiryOfItsContextsEnd(t *testing.T) {
+	q := newQueue(t, jetstream.ConsumerConfig{})
+	p := newPool(t, 2)
+	stop, _ := consumeInBackground(t, func(ctx context.Context) error {
+		return crewjs.Consume(ctx, q.cons, p, func(context.Context, jetstream.Msg) error { return nil }, failOnError(t))
+	})
+	waitFor(t, 10*time.Second, "a pull waiting", func() bool { return info(t, q.cons).NumWaiting > 0 })
+	begin := time.Now()
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(begin); d > crewjs.DefaultPullExpiry+time.Second {
+		t.Errorf("Consume returned %v after its context ended, want within the pull expiry %v", d, crewjs.DefaultPullExpiry)
+	}
+}

@@ -148,12 +148,13 @@ func testDeadLetters(t *testing.T, opts []crewjs.Option) {
 		t.Fatal(err)
 	}
 	// Payload i: 0 succeeds, 1 always fails, 2 is permanent, 3 panics, 4 calls Goexit, 5
-	// panics with nil.
-	const n = 6
+	// panics with nil, 6 asks to be retried later with RetryAfter.
+	const n = 7
 	for i := range n {
 		m := &nats.Msg{Subject: subject, Data: []byte(strconv.Itoa(i)), Header: nats.Header{}}
 		m.Header.Set("Order", fmt.Sprint("order-", i))
-		m.Header.Set("Nats-Expected-Stream", "JOBS") // acted on at publish; not copied
+		m.Header.Set("Nats-Expected-Stream", "JOBS")       // acted on at publish; not copied
+		m.Header.Set("Nats-Msg-Id", fmt.Sprint("msg-", i)) // kept
 		if _, err := q.js.PublishMsg(context.Background(), m); err != nil {
 			t.Fatal(err)
 		}
@@ -175,6 +176,8 @@ func testDeadLetters(t *testing.T, opts []crewjs.Option) {
 				runtime.Goexit()
 			case 5:
 				panic(nil)
+			case 6:
+				return crewjs.RetryAfter(0, errors.New("later"))
 			}
 			return nil
 		}, append(opts, crewjs.WithDeadLetter(q.js, "dead.jobs"), crewjs.WithBackoff(func(int) time.Duration { return 0 }), failOnError(t))...)
@@ -199,6 +202,7 @@ func testDeadLetters(t *testing.T, opts []crewjs.Option) {
 		"3": {"crew/jetstream: handler panicked or called runtime.Goexit", "2"},
 		"4": {"crew/jetstream: handler panicked or called runtime.Goexit", "2"},
 		"5": {"crew/jetstream: handler panicked or called runtime.Goexit", "2"},
+		"6": {"later", "2"},
 	}
 	batch, err := dead.Fetch(10, jetstream.FetchMaxWait(2*time.Second))
 	if err != nil {
@@ -221,13 +225,15 @@ func testDeadLetters(t *testing.T, opts []crewjs.Option) {
 			t.Errorf("dead letter %s: origin %q %q %q", id, h.Get("Crew-Subject"), h.Get("Crew-Stream"), h.Get("Crew-Stream-Sequence"))
 		case h.Get("Nats-Expected-Stream") != "":
 			t.Errorf("dead letter %s kept a header the server acts on", id)
+		case h.Get("Nats-Msg-Id") != "msg-"+id:
+			t.Errorf("dead letter %s lost its Nats-Msg-Id: %v", id, h)
 		}
 		if err := m.Ack(); err != nil {
 			t.Error(err)
 		}
 	}
 	if len(got) != len(want) {
-		t.Errorf("dead letters for %v, want one each for 1 to 5", got)
+		t.Errorf("dead letters for %v, want one each for 1 to 6", got)
 	}
 	for i := range n {
 		wantCalls := int64(maxDeliver)
