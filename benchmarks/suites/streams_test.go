@@ -29,9 +29,14 @@ type streamLoad struct {
 // each on GOMAXPROCS workers, where the cost of handing values and results over is the whole
 // time, and ten thousand that wait about 50 µs each (25 to 75 µs, varying from value to value
 // so that results finish out of order) on 16 workers, as calls to a nearby service would.
+// Under -suites.quick the tiny values are a tenth as many, named by that size: 100K-tiny.
 func streamLoads() []streamLoad {
+	tiny := 1_000_000
+	if *quick {
+		tiny /= 10
+	}
 	return []streamLoad{
-		{"1M-tiny", shrink(1_000_000, 1000), runtime.GOMAXPROCS(0), mix},
+		{count(tiny) + "-tiny", shrink(tiny, 1000), runtime.GOMAXPROCS(0), mix},
 		{"10k-50us", shrink(10_000, 100), 16, sleepThenMix},
 	}
 }

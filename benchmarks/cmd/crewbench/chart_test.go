@@ -147,3 +147,12 @@ func TestLog2TicksLabelMultiples(t *testing.T) {
 		}
 	}
 }
+
+// TestShortTimeKeepsThreeDigits checks crew's time under each group of a chart.
+func TestShortTimeKeepsThreeDigits(t *testing.T) {
+	for sec, want := range map[float64]string{0.19916: "199ms", 0.011: "11ms", 1.254: "1.25s", 140.94e-6: "141µs", 95e-9: "95ns", 1234: "1.23e+03s"} {
+		if got := fmtShortTime(sec); got != want {
+			t.Errorf("fmtShortTime(%g) = %q, want %q", sec, got, want)
+		}
+	}
+}

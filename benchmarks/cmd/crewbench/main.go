@@ -9,9 +9,10 @@
 //
 // It compiles the suites' test binary once, then runs it -count passes, one process per suite
 // and contender, turning the order of the contenders by one place each pass so that a drifting
-// machine does not favour whoever runs first. The quick run (the default) runs every scenario
-// of pond's suite scaled down, and a few scenarios of the others; -full runs everything at the
-// published sizes. It prints progress on standard error and, on standard output, a summary a
+// machine does not favour whoever runs first. The quick run (the default) runs a few scenarios
+// of every suite, the largest scaled down, in about two minutes on two cores, and draws them
+// in one chart, quick.svg; -full runs everything at the published sizes. -scaling turns the
+// output of BenchmarkScaling (benchmarks/scaling.sh) into a table and a chart. It prints progress on standard error and, on standard output, a summary a
 // person can read: per scenario, crew's median time, its rank, the fastest other contender
 // and its time as a multiple of crew's; a multiple that the Mann-Whitney U test of
 // golang.org/x/perf/benchmath does not find significant is marked with "~". It writes the raw
@@ -46,6 +47,7 @@ type options struct {
 	in         string
 	scenarios  string // replaces the quick or full filter of the levels between suite and contender
 	skip       string
+	scaling    string // -scaling: BenchmarkScaling's raw output to turn into a table and a chart
 }
 
 func main() {
@@ -74,6 +76,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	suiteList := fs.String("suite", "", "comma-separated suites to run (default all): "+strings.Join(suiteNames(), ", "))
 	contenderList := fs.String("contenders", "", "comma-separated contenders to run (default all); crew is always added")
 	fs.StringVar(&o.skip, "skip", "", "leave out the benchmarks this matches (go test -skip syntax, e.g. 'Pond/load=1Ku-1Kt')")
+	fs.StringVar(&o.scaling, "scaling", "", "turn this raw output of BenchmarkScaling (scaling.sh run) into scaling.md and scaling.svg in -out, running nothing; with -out '' print the tables")
 	fs.StringVar(&o.in, "in", "", "analyze this earlier raw.txt instead of running anything (-count is then read from it)")
 	fs.StringVar(&o.scenarios, "scenarios", "", "the scenarios to run, as -test.bench matches the levels between a suite and its contenders (e.g. '^load=1u-1Mt$/.' with -full; the quick run's pond scenarios are named by their smaller sizes); default: the quick or -full selection")
 	fs.StringVar(&o.out, "out", defaultOut, "folder for the raw output, the markdown tables and the SVG charts; empty: write nothing")

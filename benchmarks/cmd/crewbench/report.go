@@ -449,14 +449,37 @@ func upperFirst(s string) string {
 	return strings.ToUpper(s[:1]) + s[1:]
 }
 
+// overview is every scenario of the run but the sweep's, suite after suite, each named by its
+// suite and its own name: what quick.svg, the chart of a quick run, shows.
+func (rep *report) overview() *suiteResult {
+	all := &suiteResult{suite: suite{name: "quick", title: "crewbench's quick run"}}
+	for _, sr := range rep.suites {
+		if sr.suite.name == sweepSuite.name {
+			continue
+		}
+		for _, sc := range sr.scenarios {
+			all.scenarios = append(all.scenarios, &scenario{name: sr.suite.name + "/" + sc.name, cells: sc.cells})
+		}
+	}
+	return all
+}
+
 // write saves the tables (all of them in results.md, and each suite's in
-// <suite>.md) and one chart per suite into dir.
+// <suite>.md) and one chart per suite into dir; after a quick run (not -full), also
+// quick.svg, every scenario in one chart.
 func (rep *report) write(dir string, md string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
 	if err := os.WriteFile(filepath.Join(dir, "results.md"), []byte("# crew benchmark results\n\n"+md), 0o644); err != nil {
 		return err
+	}
+	if !rep.opts.full {
+		if all := rep.overview(); len(all.scenarios) > 0 {
+			if err := all.chart(filepath.Join(dir, all.suite.name+".svg"), rep.opts.contenders, rep.machine); err != nil {
+				return fmt.Errorf("chart of the quick run: %w", err)
+			}
+		}
 	}
 	for _, sr := range rep.suites {
 		if len(sr.scenarios) == 0 {

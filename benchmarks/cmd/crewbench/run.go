@@ -26,6 +26,9 @@ type job struct {
 
 // run compiles the suites, runs every pass, and reports; with -in it only reports.
 func run(o options) error {
+	if o.scaling != "" {
+		return runScaling(os.Stdout, o.scaling, o.out)
+	}
 	if o.in != "" {
 		raw, err := os.ReadFile(o.in)
 		if err != nil {
@@ -81,39 +84,39 @@ func run(o options) error {
 		}
 	}
 	start := time.Now()
-	total := len(jobs) * o.count
-	done := 0
+	var order []job // every pass's jobs, in the order they run
 	for pass := range o.count {
-		for _, j := range rotate(jobs, pass) {
-			elapsed := time.Since(start)
-			eta := ""
-			if done > 0 {
-				left := time.Duration(float64(elapsed) / float64(done) * float64(total-done))
-				eta = fmt.Sprintf(", about %s left", left.Round(time.Second))
-			}
-			fmt.Fprintf(os.Stderr, "pass %d/%d  %-9s %-16s [%d/%d, %s elapsed%s]\n",
-				pass+1, o.count, j.suite.name, j.contender, done+1, total, elapsed.Round(time.Second), eta)
-			out, err := runJob(ctx, bin, j, o)
-			raw.Write(out)
-			if rawFile != nil {
-				if _, err := rawFile.Write(out); err != nil {
-					return err
-				}
-			}
-			if ctx.Err() != nil {
-				if o.out != "" {
-					return fmt.Errorf("interrupted; the samples taken so far are in %s (go run ./cmd/crewbench -in %[1]s)",
-						filepath.Join(o.out, "raw.txt"))
-				}
-				return fmt.Errorf("interrupted")
-			}
-			if err != nil {
-				os.Stderr.Write(out)
-				return fmt.Errorf("%s on %s: %w", j.suite.name, j.contender, err)
-			}
-			done++
-		}
+		order = append(order, rotate(jobs, pass)...)
 	}
+	prog := newProgress(os.Stderr, isTerminal(os.Stderr), order, o.count)
+	prog.begin()
+	defer prog.end()
+	for i, j := range order {
+		prog.startJob(i)
+		out, err := runJob(ctx, bin, j, o, prog)
+		raw.Write(out)
+		if rawFile != nil {
+			if _, err := rawFile.Write(out); err != nil {
+				return err
+			}
+		}
+		if ctx.Err() != nil {
+			prog.end()
+			if o.out != "" {
+				return fmt.Errorf("interrupted; the samples taken so far are in %s (go run ./cmd/crewbench -in %[1]s)",
+					filepath.Join(o.out, "raw.txt"))
+			}
+			return fmt.Errorf("interrupted")
+		}
+		if err != nil {
+			prog.end()
+			os.Stderr.Write(out)
+			return fmt.Errorf("%s on %s: %w", j.suite.name, j.contender, err)
+		}
+		prog.endJob()
+	}
+	prog.end()
+	total := len(order)
 	fmt.Fprintf(os.Stderr, "crewbench: %d runs in %s\n", total, time.Since(start).Round(time.Second))
 	return publish(o, raw.Bytes())
 }
@@ -207,7 +210,7 @@ func rotate(jobs []job, pass int) []job {
 }
 
 // runJob runs the test binary for j and returns its output.
-func runJob(ctx context.Context, bin string, j job, o options) ([]byte, error) {
+func runJob(ctx context.Context, bin string, j job, o options, prog *progress) ([]byte, error) {
 	args := []string{
 		"-test.run=^$",
 		"-test.bench=" + j.filter,
@@ -228,7 +231,8 @@ func runJob(ctx context.Context, bin string, j job, o options) ([]byte, error) {
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = append(os.Environ(), fmt.Sprintf("GOMAXPROCS=%d", runtime.GOMAXPROCS(0)))
 	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
+	w := &scenarioWatcher{out: &out, p: prog}
+	cmd.Stdout, cmd.Stderr = w, w
 	err := cmd.Run()
 	return out.Bytes(), err
 }

@@ -1,5 +1,7 @@
 package main
 
+import "time"
+
 // suite describes one benchmark function of package suites: where its workloads come from and
 // which of its sub-benchmarks the quick run keeps.
 type suite struct {
@@ -18,57 +20,77 @@ type suite struct {
 
 	// quick is the quick run's filter of the two levels between the function and the
 	// contender, in -test.bench's slash-separated form ("./." keeps all); empty means the quick
-	// run leaves the suite out. The quick run also passes -suites.quick, which scales pond's
-	// workloads down and names them by their smaller sizes.
+	// run leaves the suite out. The quick run also passes -suites.quick, which scales pond's,
+	// itogami's and the streams' largest workloads down and names them by their smaller sizes.
 	quick string
-	// quickTime and fullTime are the -test.benchtime of each kind of run.
+	// quickScenarios are the scenarios the quick filter keeps, as the tables name them: what
+	// the README's chart shows (TestReadmeChartIsTheQuickRun).
+	quickScenarios []string
+	// quickTime and fullTime are the -test.benchtime of each kind of run. The quick run gives
+	// every suite a fixed count (1x, 50000x), so its length does not depend on go test's
+	// search for b.N.
 	quickTime, fullTime string
+	// quickJob is roughly how long one contender's process takes in the quick run on a quiet
+	// 2-core machine: the progress line's first guess, before the run has timed that suite.
+	quickJob time.Duration
 }
 
 // suites are the six suites in the order they are reported.
 var suites = []suite{
 	{
 		name: "pond", bench: "BenchmarkPond",
-		title:  "pond's workloads",
-		about:  "users × tasks per user on a fresh pool of 200,000 workers (its creation measured); tasks sleep 10ms or call rand.Float64; the two middle workloads pause 10ms between one user's submissions.",
-		source: "https://github.com/alitto/pond/tree/main/benchmark",
-		quick:  "./.", quickTime: "1x", fullTime: "1x", // at the quick run's sizes: see -suites.quick
+		title:          "pond's workloads",
+		about:          "users × tasks per user on a fresh pool of 200,000 workers (its creation measured); tasks sleep 10ms or call rand.Float64; the two middle workloads pause 10ms between one user's submissions.",
+		source:         "https://github.com/alitto/pond/tree/main/benchmark",
+		quick:          "^load=1u-100Kt$/.", // pond's 1u-1Mt, the workload its README charts, at a tenth
+		quickScenarios: []string{"1u-100Kt/sleep10ms", "1u-100Kt/randfloat"},
+		quickTime:      "1x", fullTime: "1x", quickJob: 250 * time.Millisecond,
 	},
 	{
 		name: "ultrapool", bench: "BenchmarkUltrapool",
-		title:  "ultrapool's workloads",
-		about:  "b.RunParallel submitters (parallelism × GOMAXPROCS goroutines) hand one task per iteration to a pool of 10,000 workers; time is per task. The static floor runs the same tasks on 10,000 goroutines with no submitters.",
-		source: "https://github.com/maurice2k/ultrapool#benchmarks",
-		quick:  "^task=(sleep1us|sha256-1kB)$/^par=100$", quickTime: "100ms", fullTime: "200ms",
+		title:          "ultrapool's workloads",
+		about:          "b.RunParallel submitters (parallelism × GOMAXPROCS goroutines) hand one task per iteration to a pool of 10,000 workers; time is per task. The static floor runs the same tasks on 10,000 goroutines with no submitters.",
+		source:         "https://github.com/maurice2k/ultrapool#benchmarks",
+		quick:          "^task=(sleep1us|sha256-1kB)$/^par=100$",
+		quickScenarios: []string{"sleep1us/par=100", "sha256-1kB/par=100"},
+		quickTime:      "50000x", fullTime: "200ms", quickJob: 150 * time.Millisecond,
 	},
 	{
 		name: "itogami", bench: "BenchmarkItogami",
-		title:  "itogami's workload",
-		about:  "one submitter, 1,000,000 tasks sleeping 10ms, a fresh pool of 50,000 workers per iteration.",
-		source: "https://github.com/alphadose/itogami#benchmarks",
-		quick:  "", quickTime: "1x", fullTime: "1x",
+		title:          "itogami's workload",
+		about:          "one submitter, 1,000,000 tasks sleeping 10ms, a fresh pool of 50,000 workers per iteration.",
+		source:         "https://github.com/alphadose/itogami#benchmarks",
+		quick:          "./.", // a tenth of the tasks on a tenth of the workers: see -suites.quick
+		quickScenarios: []string{"100Kt-5Kw/sleep10ms"},
+		quickTime:      "1x", fullTime: "1x", quickJob: 250 * time.Millisecond,
 	},
 	{
 		name: "taskq", bench: "BenchmarkTaskQ",
-		title:  "TaskQ's workloads",
-		about:  "b.N tasks on NumCPU workers; time is per task: a small JSON unmarshal, a 50ms sleep then the unmarshal, sleeps of 1µs, 50µs, 1ms and 50ms.",
-		source: "https://github.com/antonmashko/taskq/tree/master/benchmarks",
-		quick:  "^workers=NumCPU$/^task=json$", quickTime: "100ms", fullTime: "300ms",
+		title:          "TaskQ's workloads",
+		about:          "b.N tasks on NumCPU workers; time is per task: a small JSON unmarshal, a 50ms sleep then the unmarshal, sleeps of 1µs, 50µs, 1ms and 50ms.",
+		source:         "https://github.com/antonmashko/taskq/tree/master/benchmarks",
+		quick:          "^workers=NumCPU$/^task=json$",
+		quickScenarios: []string{"NumCPU/json"},
+		quickTime:      "50000x", fullTime: "300ms", quickJob: 100 * time.Millisecond,
 	},
 	{
 		name: "pools", bench: "BenchmarkPools",
-		title:  "johnsiilver/pools' workload",
-		about:  "10,000 ECDSA P-256 key generations per iteration on NumCPU workers.",
-		source: "https://github.com/johnsiilver/pools/tree/main/goroutines",
-		quick:  "./.", quickTime: "1x", fullTime: "1x",
+		title:          "johnsiilver/pools' workload",
+		about:          "10,000 ECDSA P-256 key generations per iteration on NumCPU workers.",
+		source:         "https://github.com/johnsiilver/pools/tree/main/goroutines",
+		quick:          "./.",
+		quickScenarios: []string{"10Kkeys/ecdsa-p256"},
+		quickTime:      "1x", fullTime: "1x", quickJob: 150 * time.Millisecond,
 	},
 	{
 		name: "streams", bench: "BenchmarkStreams",
-		title:      "streaming maps",
-		about:      "a sequence mapped on a bounded number of goroutines, its results consumed on one goroutine in input order (ordered) or as they finish (unordered): 1,000,000 values of a few nanoseconds on GOMAXPROCS workers, and 10,000 values sleeping 25 to 75 µs on 16 workers; time is per whole sequence. crew's MapSeq and MapSeqUnordered against rill's OrderedMap and Map, conc's stream (ordered in both) and errgroup with a results slice; peak-pending is the most values pulled and not yet consumed.",
-		contenders: []string{"crew", "rill", "conc", "errgroup"},
-		metric:     "peak-pending",
-		quick:      "./.", quickTime: "1x", fullTime: "5x",
+		title:          "streaming maps",
+		about:          "a sequence mapped on a bounded number of goroutines, its results consumed on one goroutine in input order (ordered) or as they finish (unordered): 1,000,000 values of a few nanoseconds on GOMAXPROCS workers, and 10,000 values sleeping 25 to 75 µs on 16 workers; time is per whole sequence. crew's MapSeq and MapSeqUnordered against rill's OrderedMap and Map, conc's stream (ordered in both) and errgroup with a results slice; peak-pending is the most values pulled and not yet consumed.",
+		contenders:     []string{"crew", "rill", "conc", "errgroup"},
+		metric:         "peak-pending",
+		quick:          "./.", // the tiny values a tenth as many: see -suites.quick
+		quickScenarios: []string{"100K-tiny/ordered", "100K-tiny/unordered", "10k-50us/ordered", "10k-50us/unordered"},
+		quickTime:      "1x", fullTime: "5x", quickJob: 500 * time.Millisecond,
 	},
 	sweepSuite,
 }

@@ -93,7 +93,47 @@ func (sr *suiteResult) summary(names []string) string {
 		}
 	}
 	fmt.Fprintf(&b, "  crew first in %d of %d scenarios\n", first, len(rows))
+	for _, r := range rows {
+		if !r.first {
+			b.WriteString(truncate(fmt.Sprintf("  not first in %s: %s %s× crew's time: %s", r.scenario, r.other, r.otherRatio,
+				notFirstWhy(sr.suite.name, r)), summaryWidth))
+			b.WriteString("\n")
+		}
+	}
 	return b.String()
+}
+
+// knownCauses are the measured reasons crew is behind in a scenario, by suite and scenario
+// (a scenario name ending in "*" matches every name with that prefix); each fits on the
+// "not first" line of the summary.
+var knownCauses = map[string]string{
+	// MapSeq's doc promises at most W values pulled and not yet yielded; errgroup keeps every
+	// result until the end (peak-pending 10,000), conc's stream W+3. With a window of 2W crew's
+	// time was level with errgroup's (benchmarks/README.md, "The streams suite").
+	"streams/10k-50us/ordered": "MapSeq's window of 16 values stalls behind a slow call",
+}
+
+// notFirstWhy is the reason crew is not first in row's scenario: a tie, a contender without a
+// limit, a measured cause, or none recorded.
+func notFirstWhy(suite string, r summaryRow) string {
+	switch {
+	case strings.HasPrefix(r.otherRatio, "~"):
+		return "a tie (the U test finds no difference)"
+	case r.other == "goroutines":
+		return "a goroutine per task has no limit"
+	}
+	if why, ok := knownCauses[suite+"/"+r.scenario]; ok {
+		return why
+	}
+	return "cause not measured"
+}
+
+// truncate cuts s to at most width columns, ending it with "…" if it was cut.
+func truncate(s string, width int) string {
+	if utf8.RuneCountInString(s) <= width {
+		return s
+	}
+	return string([]rune(s)[:width-1]) + "…"
 }
 
 // summaryRow is the scenario's line of the summary, among the contenders in present; ok is

@@ -144,3 +144,39 @@ func TestWrapKeepsLinesWithinWidth(t *testing.T) {
 		t.Errorf("wrap of nothing = %q", wrap("", 10))
 	}
 }
+
+// TestSummarySaysWhyCrewIsNotFirst checks the line under a suite for each scenario crew does
+// not lead: the fastest other contender, its multiple, and the reason: a tie when the U test
+// finds no difference, no limit for a goroutine per task, a measured cause, or none recorded.
+func TestSummarySaysWhyCrewIsNotFirst(t *testing.T) {
+	crew := []float64{100, 101, 99, 102, 100}
+	for _, tc := range []struct {
+		name   string
+		suite  string
+		bench  string
+		other  []float64
+		want   string
+		others []string
+	}{
+		{"unexplained", "taskq", taskqBench, []float64{50, 51, 49, 52, 50},
+			"not first in NumCPU/json: ants 0.50× crew's time: cause not measured", []string{"ants"}},
+		{"tie", "taskq", taskqBench, []float64{98, 104, 97, 103, 99},
+			"not first in NumCPU/json: ants ~0.99× crew's time: a tie", []string{"ants"}},
+		{"no limit", "taskq", taskqBench, []float64{50, 51, 49, 52, 50},
+			"goroutines 0.50× crew's time: a goroutine per task has no limit", []string{"goroutines"}},
+		{"known", "streams", "BenchmarkStreams/items=10k-50us/order=ordered", []float64{50, 51, 49, 52, 50},
+			"not first in 10k-50us/ordered: errgroup 0.50× crew's time: MapSeq's window of 16 values", []string{"errgroup"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := suiteOptions(t, tc.suite)
+			o.contenders = append([]string{"crew"}, tc.others...)
+			s := summaryOf(t, rawOf(tc.bench, map[string][]float64{"crew": crew, tc.others[0]: tc.other}), o)
+			checkContains(t, s, tc.want)
+		})
+	}
+	s := summaryOf(t, rawOf(taskqBench, map[string][]float64{"crew": crew, "ants": {200, 201, 199, 202, 200}}),
+		options{in: "raw.txt", suites: taskqOptions(t).suites, contenders: []string{"crew", "ants"}})
+	if strings.Contains(s, "not first") {
+		t.Errorf("a line says why crew is not first where it is:\n%s", s)
+	}
+}

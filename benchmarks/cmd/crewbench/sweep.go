@@ -301,7 +301,7 @@ func sweepStyle(name string) (draw.LineStyle, draw.GlyphStyle) {
 	case contenders.Reference:
 		line.Width, glyph.Radius = vg.Points(3), vg.Points(3.5)
 	case "crew-func":
-		c = color.RGBA{0x8b, 0x00, 0x4b, 0xff} // the palette's crew-func pink is too faint for a line
+		c = color.RGBA{0x99, 0x3d, 0x00, 0xff} // the palette's pale vermillion is too faint for a line
 		line.Color, glyph.Color = c, c
 		line.Width, glyph.Radius = vg.Points(2.5), vg.Points(3.5)
 		line.Dashes = []vg.Length{vg.Points(6), vg.Points(3)}
@@ -318,6 +318,8 @@ func sweepStyle(name string) (draw.LineStyle, draw.GlyphStyle) {
 		line.Dashes = []vg.Length{vg.Points(1.5), vg.Points(2.5)}
 		glyph.Shape = draw.CrossGlyph{}
 	case "static-floor":
+		c = color.RGBA{0x55, 0x55, 0x55, 0xff} // near-white in the bar charts
+		line.Color, glyph.Color = c, c
 		line.Dashes = []vg.Length{vg.Points(1.5), vg.Points(2.5)}
 		glyph.Shape = draw.RingGlyph{}
 	}
@@ -399,17 +401,8 @@ func (st *sweepTask) drawChart(dc draw.Canvas, a sweepAxis, line []benchsuites.S
 					lo, hi = math.Min(lo, v), math.Max(hi, v)
 				}
 			}
-			if len(xys) == 0 {
-				continue
-			}
-			l, s, err := plotter.NewLinePoints(xys)
-			if err != nil {
+			if err := addSeries(p, &legend, i == 0, n, xys); err != nil {
 				return err
-			}
-			l.LineStyle, s.GlyphStyle = sweepStyle(n)
-			p.Add(l, s)
-			if i == 0 {
-				legend.Add(n, l, s)
 			}
 		}
 		if math.IsInf(lo, 1) {
@@ -433,6 +426,24 @@ func (st *sweepTask) drawChart(dc draw.Canvas, a sweepAxis, line []benchsuites.S
 	foot.Font.Size = vg.Points(8)
 	foot.XAlign, foot.YAlign = draw.XLeft, draw.YBottom
 	dc.FillText(foot, vg.Point{X: dc.Min.X + vg.Points(6), Y: dc.Min.Y + vg.Points(3)}, machine)
+	return nil
+}
+
+// addSeries draws the line of contender name through xys on p, in sweepStyle, and adds it to
+// legend if inLegend; with no points it draws nothing.
+func addSeries(p *plot.Plot, legend *plot.Legend, inLegend bool, name string, xys plotter.XYs) error {
+	if len(xys) == 0 {
+		return nil
+	}
+	l, s, err := plotter.NewLinePoints(xys)
+	if err != nil {
+		return err
+	}
+	l.LineStyle, s.GlyphStyle = sweepStyle(name)
+	p.Add(l, s)
+	if inLegend {
+		legend.Add(name, l, s)
+	}
 	return nil
 }
 
