@@ -47,6 +47,10 @@
 // goroutine; the task counts as completed (or panicked, from the handler) and a new worker
 // takes the worker's place.
 //
+// Misuse panics at the call, with a message that names it: every method of a nil *Pool or
+// *FuncPool ("crew: Submit: nil *Pool"), and every call that takes a context when given a nil
+// one ("crew: Map: ctx must not be nil"), as does a nil pool or function where one is required.
+//
 // # Guarantees
 //
 //   - Every task whose submit returned nil (or true) runs exactly once, even across Resize,

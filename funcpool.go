@@ -37,12 +37,14 @@ func NewFunc[T any](maxWorkers int, fn func(T), opts ...Option) *FuncPool[T] {
 // allocates nothing in steady state.
 // Like Submit, it may yield its processor while far more calls wait than workers are alive.
 func (p *FuncPool[T]) Invoke(arg T) error {
+	checkFuncPool(p, "Invoke")
 	return p.core.submit(arg, true)
 }
 
 // TryInvoke queues a call of fn with arg if it can without blocking, and reports whether it
 // did. It returns false when the bounded queue is full or the pool is stopped.
 func (p *FuncPool[T]) TryInvoke(arg T) bool {
+	checkFuncPool(p, "TryInvoke")
 	return p.core.submit(arg, false) == nil
 }
 
@@ -50,15 +52,21 @@ func (p *FuncPool[T]) TryInvoke(arg T) bool {
 // ends, with an error that matches ctx.Err(). If ctx has already ended, it returns that error
 // at once without accepting the call.
 func (p *FuncPool[T]) InvokeContext(ctx context.Context, arg T) error {
+	checkFuncPool(p, "InvokeContext")
+	checkCtx(ctx, "InvokeContext")
 	return p.core.submitContext(ctx, arg)
 }
 
 // Wait blocks until every call accepted so far has returned; see [Pool.Wait].
-func (p *FuncPool[T]) Wait() { p.core.wait() }
+func (p *FuncPool[T]) Wait() {
+	checkFuncPool(p, "Wait")
+	p.core.wait()
+}
 
 // Stop stops the pool from accepting calls and returns at once; accepted calls still run.
 // See [Pool.Stop].
 func (p *FuncPool[T]) Stop() {
+	checkFuncPool(p, "Stop")
 	p.core.e.Stop()
 	p.core.unhook()
 }
@@ -66,30 +74,52 @@ func (p *FuncPool[T]) Stop() {
 // StopAndWait stops the pool and waits until every accepted call has returned and every
 // worker has exited; see [Pool.StopAndWait].
 func (p *FuncPool[T]) StopAndWait() {
+	checkFuncPool(p, "StopAndWait")
 	p.Stop()
 	<-p.core.e.Exited()
 }
 
 // Shutdown stops the pool and waits for the accepted calls until ctx ends, then returns
 // ctx.Err(); see [Pool.Shutdown]. It panics if ctx is nil, and then stops nothing.
-func (p *FuncPool[T]) Shutdown(ctx context.Context) error { return p.core.shutdown(ctx, p.Stop) }
+func (p *FuncPool[T]) Shutdown(ctx context.Context) error {
+	checkFuncPool(p, "Shutdown")
+	return p.core.shutdown(ctx, p.Stop)
+}
 
 // Resize sets the worker limit; see [Pool.Resize].
-func (p *FuncPool[T]) Resize(maxWorkers int) { p.core.resize(maxWorkers) }
+func (p *FuncPool[T]) Resize(maxWorkers int) {
+	checkFuncPool(p, "Resize")
+	p.core.resize(maxWorkers)
+}
 
 // Stats returns a consistent snapshot of the pool's counters; see [Stats].
-func (p *FuncPool[T]) Stats() Stats { return p.core.stats() }
+func (p *FuncPool[T]) Stats() Stats {
+	checkFuncPool(p, "Stats")
+	return p.core.stats()
+}
 
 // Stopped reports whether the pool has stopped accepting calls; see [Pool.Stopped].
-func (p *FuncPool[T]) Stopped() bool { return p.core.stopped() }
+func (p *FuncPool[T]) Stopped() bool {
+	checkFuncPool(p, "Stopped")
+	return p.core.stopped()
+}
 
 // QueueSize returns the bound on waiting calls that the pool was built with
 // ([WithQueueSize]); 0 means unbounded.
-func (p *FuncPool[T]) QueueSize() int { return p.core.cfg.queueSize }
+func (p *FuncPool[T]) QueueSize() int {
+	checkFuncPool(p, "QueueSize")
+	return p.core.cfg.queueSize
+}
 
 // MinWorkers returns the number of workers kept alive while idle ([WithMinWorkers]).
-func (p *FuncPool[T]) MinWorkers() int { return p.core.cfg.minWorkers }
+func (p *FuncPool[T]) MinWorkers() int {
+	checkFuncPool(p, "MinWorkers")
+	return p.core.cfg.minWorkers
+}
 
 // IdleTimeout returns how long a worker above the minimum stays idle before it exits
 // ([WithIdleTimeout]); [NoIdleTimeout] means never.
-func (p *FuncPool[T]) IdleTimeout() time.Duration { return p.core.cfg.idleTimeout }
+func (p *FuncPool[T]) IdleTimeout() time.Duration {
+	checkFuncPool(p, "IdleTimeout")
+	return p.core.cfg.idleTimeout
+}

@@ -47,6 +47,8 @@ type seqError struct {
 // derived from ctx and canceled at the first error, with that error as its [context.Cause], or
 // when Wait returns.
 func (p *Pool) Group(ctx context.Context) (*Group, context.Context) {
+	checkPool(p, "Group")
+	checkCtx(ctx, "Group")
 	g := new(Group)
 	return g, g.init(p, ctx)
 }
@@ -58,6 +60,8 @@ func (p *Pool) Group(ctx context.Context) (*Group, context.Context) {
 // Go calls took effect, or nil if there was none. Go, TryGo and Wait otherwise behave as for
 // a group made by [Pool.Group].
 func (p *Pool) GroupAll(ctx context.Context) (*Group, context.Context) {
+	checkPool(p, "GroupAll")
+	checkCtx(ctx, "GroupAll")
 	g := &Group{all: true}
 	return g, g.init(p, ctx)
 }
@@ -310,6 +314,7 @@ func NewResults[R any](ctx context.Context, p *Pool) (*Results[R], context.Conte
 	if p == nil {
 		panic("crew: NewResults: p must not be nil")
 	}
+	checkCtx(ctx, "NewResults")
 	r := new(Results[R])
 	return r, r.g.init(p, ctx)
 }

@@ -27,6 +27,7 @@ func ForEach[T any](ctx context.Context, p *Pool, in iter.Seq[T], fn func(contex
 	if p == nil {
 		panic("crew: ForEach: p must not be nil")
 	}
+	checkCtx(ctx, "ForEach")
 	if in == nil {
 		return errNilSeq
 	}
@@ -119,6 +120,7 @@ func Map[T, R any](ctx context.Context, p *Pool, in []T, fn func(context.Context
 	if p == nil {
 		panic("crew: Map: p must not be nil")
 	}
+	checkCtx(ctx, "Map")
 	out := make([]R, len(in))
 	if fn == nil {
 		return out, nilFnError("Map")

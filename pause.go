@@ -11,18 +11,27 @@ import "context"
 // Pause is idempotent, does nothing once the pool is stopped (a stopped pool runs its
 // accepted tasks to the end), and is safe to call from a task and concurrently with any other
 // method.
-func (p *Pool) Pause() { p.core.e.Pause() }
+func (p *Pool) Pause() {
+	checkPool(p, "Pause")
+	p.core.e.Pause()
+}
 
 // PauseAndWait pauses the pool as [Pool.Pause] does, then waits until none of its tasks runs
 // (its sub-pools' included, as they run on its workers). If ctx ends first it returns
 // ctx.Err(), and the pool stays paused. Called from a task of the pool, it waits for that task
 // too, and so returns only when ctx ends.
-func (p *Pool) PauseAndWait(ctx context.Context) error { return p.core.pauseAndWait(ctx) }
+func (p *Pool) PauseAndWait(ctx context.Context) error {
+	checkPool(p, "PauseAndWait")
+	return p.core.pauseAndWait(ctx)
+}
 
 // Resume lets the tasks of a paused pool, and of its sub-pools, start again, in queue order.
 // Resuming a pool that is not paused does nothing. A sub-pool resumed while its parent is
 // paused stays held back by the parent.
-func (p *Pool) Resume() { p.core.e.Resume() }
+func (p *Pool) Resume() {
+	checkPool(p, "Resume")
+	p.core.e.Resume()
+}
 
 // wakeSubs lets p's sub-pools, and theirs, start what p no longer holds back.
 func (p *Pool) wakeSubs() {
@@ -33,14 +42,23 @@ func (p *Pool) wakeSubs() {
 }
 
 // Pause stops calls from starting until Resume; see [Pool.Pause].
-func (p *FuncPool[T]) Pause() { p.core.e.Pause() }
+func (p *FuncPool[T]) Pause() {
+	checkFuncPool(p, "Pause")
+	p.core.e.Pause()
+}
 
 // PauseAndWait pauses the pool and waits until no call runs, or ctx ends; see
 // [Pool.PauseAndWait].
-func (p *FuncPool[T]) PauseAndWait(ctx context.Context) error { return p.core.pauseAndWait(ctx) }
+func (p *FuncPool[T]) PauseAndWait(ctx context.Context) error {
+	checkFuncPool(p, "PauseAndWait")
+	return p.core.pauseAndWait(ctx)
+}
 
 // Resume lets calls start again; see [Pool.Resume].
-func (p *FuncPool[T]) Resume() { p.core.e.Resume() }
+func (p *FuncPool[T]) Resume() {
+	checkFuncPool(p, "Resume")
+	p.core.e.Resume()
+}
 
 func (c *core[T]) pauseAndWait(ctx context.Context) error {
 	if ctx == nil {

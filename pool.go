@@ -110,6 +110,7 @@ func New(maxWorkers int, opts ...Option) *Pool {
 // catch up rather than pile up a backlog that every garbage collection has to scan. That is
 // not waiting for room: on an unbounded queue Submit never blocks.
 func (p *Pool) Submit(task func()) error {
+	checkPool(p, "Submit")
 	if task == nil {
 		return ErrNilTask
 	}
@@ -120,6 +121,7 @@ func (p *Pool) Submit(task func()) error {
 // returns false when the bounded queue is full, the pool is stopped, or task is nil; the task
 // then never runs.
 func (p *Pool) TrySubmit(task func()) bool {
+	checkPool(p, "TrySubmit")
 	return task != nil && p.core.submit(funcTask(task), false) == nil
 }
 
@@ -128,6 +130,7 @@ func (p *Pool) TrySubmit(task func()) bool {
 // runs. If ctx has already ended, SubmitContext returns that error at once without accepting
 // the task.
 func (p *Pool) SubmitContext(ctx context.Context, task func()) error {
+	checkPool(p, "SubmitContext")
 	if task == nil {
 		return ErrNilTask
 	}
@@ -138,7 +141,10 @@ func (p *Pool) SubmitContext(ctx context.Context, task func()) error {
 // it waits. The pool stays usable. The return of each task synchronizes before the return of
 // the Wait call that waits for it. Calling Wait from a task of the same pool never returns,
 // since that task has not finished.
-func (p *Pool) Wait() { p.core.wait() }
+func (p *Pool) Wait() {
+	checkPool(p, "Wait")
+	p.core.wait()
+}
 
 // Stop stops the pool from accepting tasks and returns at once. Tasks already accepted still
 // run, on the workers the pool has; submitters blocked on a full queue return [ErrStopped].
@@ -146,6 +152,7 @@ func (p *Pool) Wait() { p.core.wait() }
 // also one concurrent with another, the pool and every sub-pool refuse tasks. A second Stop
 // does nothing. It is safe to call from a task.
 func (p *Pool) Stop() {
+	checkPool(p, "Stop")
 	p.halt()
 	p.core.unhook()
 }
@@ -169,6 +176,7 @@ func (p *Pool) halt() {
 // finished and every worker goroutine of the pool has exited. That includes the tasks of its
 // sub-pools ([Pool.Sub]), which run on the pool's workers.
 func (p *Pool) StopAndWait() {
+	checkPool(p, "StopAndWait")
 	p.Stop()
 	<-p.core.e.Exited()
 }
@@ -178,7 +186,10 @@ func (p *Pool) StopAndWait() {
 // ctx.Err(), and the remaining tasks still run in the background. It returns nil whenever the
 // pool has exited, even if ctx has ended too (a pool stopped and drained earlier, say). It
 // mirrors net/http.Server.Shutdown. It panics if ctx is nil, and then stops nothing.
-func (p *Pool) Shutdown(ctx context.Context) error { return p.core.shutdown(ctx, p.Stop) }
+func (p *Pool) Shutdown(ctx context.Context) error {
+	checkPool(p, "Shutdown")
+	return p.core.shutdown(ctx, p.Stop)
+}
 
 // Resize sets the worker limit to maxWorkers and returns at once, without waiting for running
 // tasks. From its return [Pool.Stats] reports the new limit and no task starts while that
@@ -186,11 +197,17 @@ func (p *Pool) Shutdown(ctx context.Context) error { return p.core.shutdown(ctx,
 // the limit exit; tasks already running finish, so Running may exceed the new limit until
 // they do. No task is lost or run twice. Resize is safe to call from a task. It panics if
 // maxWorkers is less than 1.
-func (p *Pool) Resize(maxWorkers int) { p.core.resize(maxWorkers) }
+func (p *Pool) Resize(maxWorkers int) {
+	checkPool(p, "Resize")
+	p.core.resize(maxWorkers)
+}
 
 // Stats returns a consistent snapshot of the pool's counters; see [Stats]. It takes one short
 // lock and is safe to call from a task.
-func (p *Pool) Stats() Stats { return p.core.stats() }
+func (p *Pool) Stats() Stats {
+	checkPool(p, "Stats")
+	return p.core.stats()
+}
 
 // Sub returns a sub-pool that runs its tasks on p's workers, at most maxWorkers of them at a
 // time. Tasks of p and of all its sub-pools together never exceed p's limit, whatever the
@@ -208,6 +225,7 @@ func (p *Pool) Stats() Stats { return p.core.stats() }
 // A sub-pool's worker is a task of p that runs the sub-pool's queued tasks one after another
 // and returns when the queue is empty; it may wait in p's queue like any task of p.
 func (p *Pool) Sub(maxWorkers int, opts ...Option) *Pool {
+	checkPool(p, "Sub")
 	base := p.core.cfg
 	base.queueSize, base.nonBlocking, base.minWorkers, base.ctx = 0, false, 0, nil
 	base.hooks, base.histograms = nil, false
@@ -409,20 +427,32 @@ func (c *core[T]) resize(maxWorkers int) {
 // context. Once it reports true it always will, and submits return [ErrStopped]. Tasks
 // accepted before may still be running: [Pool.Wait] and [Pool.StopAndWait] wait for them. It
 // is safe for concurrent use and from a task.
-func (p *Pool) Stopped() bool { return p.core.stopped() }
+func (p *Pool) Stopped() bool {
+	checkPool(p, "Stopped")
+	return p.core.stopped()
+}
 
 // QueueSize returns the bound on waiting tasks that the pool was built with
 // ([WithQueueSize]); 0 means unbounded, a sub-pool's default.
-func (p *Pool) QueueSize() int { return p.core.cfg.queueSize }
+func (p *Pool) QueueSize() int {
+	checkPool(p, "QueueSize")
+	return p.core.cfg.queueSize
+}
 
 // MinWorkers returns the number of workers kept alive while idle ([WithMinWorkers]); 0 for a
 // sub-pool, whose workers are its parent's.
-func (p *Pool) MinWorkers() int { return p.core.cfg.minWorkers }
+func (p *Pool) MinWorkers() int {
+	checkPool(p, "MinWorkers")
+	return p.core.cfg.minWorkers
+}
 
 // IdleTimeout returns how long a worker above the minimum stays idle before it exits
 // ([WithIdleTimeout]); [NoIdleTimeout] means never. A sub-pool reports its parent's: its own
 // workers do not wait idle, they return to the parent as soon as its queue is empty.
-func (p *Pool) IdleTimeout() time.Duration { return p.core.cfg.idleTimeout }
+func (p *Pool) IdleTimeout() time.Duration {
+	checkPool(p, "IdleTimeout")
+	return p.core.cfg.idleTimeout
+}
 
 // stopped reports whether submits are refused with ErrStopped.
 func (c *core[T]) stopped() bool {

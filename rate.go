@@ -29,10 +29,16 @@ func checkRate(caller string, perSecond float64, burst int) {
 // math.Inf(1) removes it. The tokens already saved are kept, up to the new burst; a new limit
 // starts with a full burst. Tasks the change allows start at once. It panics unless perSecond
 // > 0 and burst >= 1.
-func (p *Pool) SetRateLimit(perSecond float64, burst int) { p.core.setRate(perSecond, burst) }
+func (p *Pool) SetRateLimit(perSecond float64, burst int) {
+	checkPool(p, "SetRateLimit")
+	p.core.setRate(perSecond, burst)
+}
 
 // SetRateLimit sets the limit on how fast calls start; see [Pool.SetRateLimit].
-func (p *FuncPool[T]) SetRateLimit(perSecond float64, burst int) { p.core.setRate(perSecond, burst) }
+func (p *FuncPool[T]) SetRateLimit(perSecond float64, burst int) {
+	checkFuncPool(p, "SetRateLimit")
+	p.core.setRate(perSecond, burst)
+}
 
 func (c *core[T]) setRate(perSecond float64, burst int) {
 	if !math.IsInf(perSecond, 1) {

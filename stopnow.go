@@ -17,6 +17,7 @@ package crew
 // was called may run the tasks it had waiting after StopNow returns, as they were never in
 // the pool's queue.
 func (p *Pool) StopNow() []func() {
+	checkPool(p, "StopNow")
 	// Every pool of the tree stops and gives up its queue in one step each
 	// (worker.Engine.StopNow), before anything taken out is unpacked: unpacking a sub-pool's
 	// worker frees a slot of the sub-pool (Abandon), which would start its next task and move
@@ -136,6 +137,7 @@ func keep(out []func(), t task) []func() {
 // StopNow stops the pool as [Pool.StopNow] does and returns the arguments of the calls that
 // had not started, in the order they would have started; those calls never happen.
 func (p *FuncPool[T]) StopNow() []T {
+	checkFuncPool(p, "StopNow")
 	out := p.core.e.StopNow()
 	p.Stop() // unregisters the WithContext hook
 	return out

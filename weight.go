@@ -24,6 +24,7 @@ import (
 // on its path to the root pool) at the time of the call, and otherwise what Submit returns.
 // It panics if n is less than 1. SubmitN(1, task) is Submit(task).
 func (p *Pool) SubmitN(n int, task func()) error {
+	checkPool(p, "SubmitN")
 	if err := p.checkWeight("SubmitN", n, task); err != nil || n == 1 {
 		if err != nil {
 			return err
@@ -37,6 +38,7 @@ func (p *Pool) SubmitN(n int, task func()) error {
 // and returns false for a task too heavy, a full bounded queue, a stopped pool or a nil task.
 // It panics if n is less than 1.
 func (p *Pool) TrySubmitN(n int, task func()) bool {
+	checkPool(p, "TrySubmitN")
 	if err := p.checkWeight("TrySubmitN", n, task); err != nil {
 		return false
 	}
@@ -49,6 +51,8 @@ func (p *Pool) TrySubmitN(n int, task func()) bool {
 // SubmitNContext is [Pool.SubmitN] that gives up waiting for room in a full queue when ctx
 // ends, as [Pool.SubmitContext] does. It panics if n is less than 1.
 func (p *Pool) SubmitNContext(ctx context.Context, n int, task func()) error {
+	checkPool(p, "SubmitNContext")
+	checkCtx(ctx, "SubmitNContext")
 	if err := p.checkWeight("SubmitNContext", n, task); err != nil {
 		return err
 	}
