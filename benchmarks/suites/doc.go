@@ -30,9 +30,10 @@
 // against go-pkgz/pool's WithChunkFn and a goroutine per key) and BenchmarkPriorityLatency
 // (the start latency of a high-priority sub-pool's tasks under a flood of low-priority ones).
 //
-// With -suites.quick (crewbench's quick run) pond's workloads, itogami's and the streams suite's
-// tiny values run scaled down, to about a tenth of their time, and are named by the sizes that
-// ran: 1u-100Kt instead of 1u-1Mt, 100Kt-5Kw instead of 1Mt-50Kw, 100K-tiny instead of 1M-tiny.
+// With -suites.quick (crewbench's quick run) pond's workloads, itogami's, johnsiilver/pools' and
+// the streams suite's tiny values run scaled down, and are named by the sizes that ran:
+// 1u-100Kt instead of 1u-1Mt, 100Kt-10Kw instead of 1Mt-50Kw, 2Kkeys instead of 10Kkeys,
+// 100K-tiny instead of 1M-tiny.
 //
 // With -short every task count and worker count shrinks (CI runs each benchmark once that
 // way) but the check of the count of tasks that ran stays.

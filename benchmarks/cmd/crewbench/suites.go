@@ -44,7 +44,7 @@ var suites = []suite{
 		source:         "https://github.com/alitto/pond/tree/main/benchmark",
 		quick:          "^load=1u-100Kt$/.", // pond's 1u-1Mt, the workload its README charts, at a tenth
 		quickScenarios: []string{"1u-100Kt/sleep10ms", "1u-100Kt/randfloat"},
-		quickTime:      "1x", fullTime: "1x", quickJob: 250 * time.Millisecond,
+		quickTime:      "1x", fullTime: "1x", quickJob: 500 * time.Millisecond,
 	},
 	{
 		name: "ultrapool", bench: "BenchmarkUltrapool",
@@ -60,8 +60,8 @@ var suites = []suite{
 		title:          "itogami's workload",
 		about:          "one submitter, 1,000,000 tasks sleeping 10ms, a fresh pool of 50,000 workers per iteration.",
 		source:         "https://github.com/alphadose/itogami#benchmarks",
-		quick:          "./.", // a tenth of the tasks on a tenth of the workers: see -suites.quick
-		quickScenarios: []string{"100Kt-5Kw/sleep10ms"},
+		quick:          "./.", // a tenth of the tasks on a fifth of the workers: see -suites.quick
+		quickScenarios: []string{"100Kt-10Kw/sleep10ms"},
 		quickTime:      "1x", fullTime: "1x", quickJob: 250 * time.Millisecond,
 	},
 	{
@@ -71,15 +71,15 @@ var suites = []suite{
 		source:         "https://github.com/antonmashko/taskq/tree/master/benchmarks",
 		quick:          "^workers=NumCPU$/^task=json$",
 		quickScenarios: []string{"NumCPU/json"},
-		quickTime:      "50000x", fullTime: "300ms", quickJob: 100 * time.Millisecond,
+		quickTime:      "50000x", fullTime: "300ms", quickJob: 250 * time.Millisecond,
 	},
 	{
 		name: "pools", bench: "BenchmarkPools",
 		title:          "johnsiilver/pools' workload",
 		about:          "10,000 ECDSA P-256 key generations per iteration on NumCPU workers.",
 		source:         "https://github.com/johnsiilver/pools/tree/main/goroutines",
-		quick:          "./.",
-		quickScenarios: []string{"10Kkeys/ecdsa-p256"},
+		quick:          "./.", // a fifth of the keys: see -suites.quick
+		quickScenarios: []string{"2Kkeys/ecdsa-p256"},
 		quickTime:      "1x", fullTime: "1x", quickJob: 150 * time.Millisecond,
 	},
 	{
@@ -90,7 +90,7 @@ var suites = []suite{
 		metric:         "peak-pending",
 		quick:          "./.", // the tiny values a tenth as many: see -suites.quick
 		quickScenarios: []string{"100K-tiny/ordered", "100K-tiny/unordered", "10k-50us/ordered", "10k-50us/unordered"},
-		quickTime:      "1x", fullTime: "5x", quickJob: 500 * time.Millisecond,
+		quickTime:      "1x", fullTime: "5x", quickJob: 800 * time.Millisecond,
 	},
 	sweepSuite,
 }

@@ -95,7 +95,7 @@ func (sr *suiteResult) summary(names []string) string {
 	fmt.Fprintf(&b, "  crew first in %d of %d scenarios\n", first, len(rows))
 	for _, r := range rows {
 		if !r.first {
-			b.WriteString(truncate(fmt.Sprintf("  not first in %s: %s %s× crew's time: %s", r.scenario, r.other, r.otherRatio,
+			b.WriteString(truncate(fmt.Sprintf("  not first in %s (%s %s×): %s", r.scenario, r.other, r.otherRatio,
 				notFirstWhy(sr.suite.name, r)), summaryWidth))
 			b.WriteString("\n")
 		}
@@ -110,7 +110,7 @@ var knownCauses = map[string]string{
 	// MapSeq's doc promises at most W values pulled and not yet yielded; errgroup keeps every
 	// result until the end (peak-pending 10,000), conc's stream W+3. With a window of 2W crew's
 	// time was level with errgroup's (benchmarks/README.md, "The streams suite").
-	"streams/10k-50us/ordered": "MapSeq's window of 16 values stalls behind a slow call",
+	"streams/10k-50us/ordered": "MapSeq's 16-value window stalls on slow calls",
 }
 
 // notFirstWhy is the reason crew is not first in row's scenario: a tie, a contender without a
@@ -118,7 +118,7 @@ var knownCauses = map[string]string{
 func notFirstWhy(suite string, r summaryRow) string {
 	switch {
 	case strings.HasPrefix(r.otherRatio, "~"):
-		return "a tie (the U test finds no difference)"
+		return "a tie, not significant"
 	case r.other == "goroutines":
 		return "a goroutine per task has no limit"
 	}

@@ -159,13 +159,13 @@ func TestSummarySaysWhyCrewIsNotFirst(t *testing.T) {
 		others []string
 	}{
 		{"unexplained", "taskq", taskqBench, []float64{50, 51, 49, 52, 50},
-			"not first in NumCPU/json: ants 0.50× crew's time: cause not measured", []string{"ants"}},
+			"not first in NumCPU/json (ants 0.50×): cause not measured", []string{"ants"}},
 		{"tie", "taskq", taskqBench, []float64{98, 104, 97, 103, 99},
-			"not first in NumCPU/json: ants ~0.99× crew's time: a tie", []string{"ants"}},
+			"not first in NumCPU/json (ants ~0.99×): a tie, not significant", []string{"ants"}},
 		{"no limit", "taskq", taskqBench, []float64{50, 51, 49, 52, 50},
-			"goroutines 0.50× crew's time: a goroutine per task has no limit", []string{"goroutines"}},
+			"(goroutines 0.50×): a goroutine per task has no limit", []string{"goroutines"}},
 		{"known", "streams", "BenchmarkStreams/items=10k-50us/order=ordered", []float64{50, 51, 49, 52, 50},
-			"not first in 10k-50us/ordered: errgroup 0.50× crew's time: MapSeq's window of 16 values", []string{"errgroup"}},
+			"not first in 10k-50us/ordered (errgroup 0.50×): MapSeq's 16-value window stalls on slow calls", []string{"errgroup"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := suiteOptions(t, tc.suite)
