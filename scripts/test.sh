@@ -11,7 +11,20 @@
 #     tests) and, last and shown in full, with it (short stress suite, fuzz seeds).
 # Each step prints one line, or its output when it fails; the script stops at the first
 # failure and exits non-zero.
+#
+# With --ci (CI's entry point, .ci/run, passes it) the long runs come back: the race-detector
+# runs of the root module and the integrations without -short (the stress suite's full
+# rounds, a million queued tasks) and crewbench's smoke run over every suite (CREW_CI_FULL=1
+# for benchmarks/ci.sh). Without it those runs take -short; every other step is the same.
 set -euo pipefail
+short=-short
+if [ "${1:-}" = --ci ]; then
+	short=
+	export CREW_CI_FULL=1
+elif [ -n "${1:-}" ]; then
+	echo "usage: scripts/test.sh [--ci]" >&2
+	exit 2
+fi
 cd "$(dirname "$0")/.."
 root=$(pwd -P)
 
@@ -139,7 +152,7 @@ done
 
 for m in "${modules[@]}"; do
 	[ "$m" = . ] && continue
-	step "module ${m#./}: go test -race" go -C "$m" test -race -count=1 ./...
+	step "module ${m#./}: go test -race $short" go -C "$m" test -race $short -count=1 ./...
 done
 
 if [ -f benchmarks/ci.sh ]; then
@@ -176,6 +189,6 @@ step "root: go test without the race detector (memory tests)" go test -count=1 .
 
 # The root module's race-detector run comes last and shows go test's own lines, so the run
 # closes on the root tests' results.
-echo "root: go test -race (stress suite short, fuzz seeds)"
-go test -race -count=1 ./...
+echo "root: go test -race $short (stress suite, fuzz seeds)"
+go test -race $short -count=1 ./...
 echo "all checks passed"

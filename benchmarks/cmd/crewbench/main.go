@@ -48,6 +48,7 @@ type options struct {
 	scenarios  string // replaces the quick or full filter of the levels between suite and contender
 	skip       string
 	scaling    string // -scaling: BenchmarkScaling's raw output to turn into a table and a chart
+	bin        string // -bin: a compiled test binary of package suites to run instead of compiling one
 }
 
 func main() {
@@ -76,6 +77,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	suiteList := fs.String("suite", "", "comma-separated suites to run (default all): "+strings.Join(suiteNames(), ", "))
 	contenderList := fs.String("contenders", "", "comma-separated contenders to run (default all); crew is always added")
 	fs.StringVar(&o.skip, "skip", "", "leave out the benchmarks this matches (go test -skip syntax, e.g. 'Pond/load=1Ku-1Kt')")
+	fs.StringVar(&o.bin, "bin", "", "run this test binary of ./suites (go test -c ./suites) instead of compiling one: for a machine without Go")
 	fs.StringVar(&o.scaling, "scaling", "", "turn this raw output of BenchmarkScaling (scaling.sh run) into scaling.md and scaling.svg in -out, running nothing; with -out '' print the tables")
 	fs.StringVar(&o.in, "in", "", "analyze this earlier raw.txt instead of running anything (-count is then read from it)")
 	fs.StringVar(&o.scenarios, "scenarios", "", "the scenarios to run, as -test.bench matches the levels between a suite and its contenders (e.g. '^load=1u-1Mt$/.' with -full; the quick run's pond scenarios are named by their smaller sizes); default: the quick or -full selection")

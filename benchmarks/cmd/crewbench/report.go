@@ -110,6 +110,12 @@ func analyze(raw []byte, o options) (*report, error) {
 		if _, hi := rep.sampleCounts(); hi > 0 {
 			rep.opts.count = hi
 		}
+		// A -full run's file makes a -full report: no quick chart.
+		for _, c := range rep.commands {
+			if strings.Contains(c, " -full") {
+				rep.opts.full = true
+			}
+		}
 	}
 	rep.machine = fmt.Sprintf("%s/%s, %s, %d cores (GOMAXPROCS %d), %s",
 		goos, goarch, cpu, runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version())
@@ -224,6 +230,9 @@ func commandLine(o options) string {
 	}
 	if o.skip != "" {
 		args = append(args, "-skip '"+o.skip+"'")
+	}
+	if o.bin != "" {
+		args = append(args, "-bin "+o.bin)
 	}
 	switch o.out {
 	case defaultOut:

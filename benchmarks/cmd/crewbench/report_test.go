@@ -291,3 +291,32 @@ func TestSuiteWithItsOwnContendersPlansAndReportsThemWithItsMetric(t *testing.T)
 		"| 1M-tiny/ordered | rill | 1 | 150.0ns | 0% | 64 | 1 | 5 | 1.50 |",
 	)
 }
+
+// TestQuickChartOnlyForAQuickRun checks that a report draws quick.svg, the chart of every
+// scenario, for a quick run and not for a -full one, also when -in reads a -full run's output
+// without -full on the command line.
+func TestQuickChartOnlyForAQuickRun(t *testing.T) {
+	for cmd, want := range map[string]bool{
+		"go run ./cmd/crewbench -count 5":       true,
+		"go run ./cmd/crewbench -full -count 5": false,
+	} {
+		dir := t.TempDir()
+		raw := "crewbench-command: " + cmd + "\n" + string(rawOf(taskqBench, map[string][]float64{"crew": {100, 101}, "ants": {200, 201}}))
+		in := filepath.Join(dir, "raw.txt")
+		if err := os.WriteFile(in, []byte(raw), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		o := taskqOptions(t)
+		o.in, o.out = in, dir
+		if err := publishTo(io.Discard, o, []byte(raw)); err != nil {
+			t.Fatal(err)
+		}
+		_, err := os.Stat(filepath.Join(dir, "quick.svg"))
+		if got := err == nil; got != want {
+			t.Errorf("%s: quick.svg written: %t, want %t", cmd, got, want)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "taskq.svg")); err != nil {
+			t.Errorf("%s: no taskq.svg: %v", cmd, err)
+		}
+	}
+}

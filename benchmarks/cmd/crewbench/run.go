@@ -36,26 +36,16 @@ func run(o options) error {
 		}
 		return publish(o, raw)
 	}
-	gomod, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil {
-		return fmt.Errorf("go env GOMOD: %w", err)
-	}
-	modDir := filepath.Dir(strings.TrimSpace(string(gomod)))
-	if _, err := os.Stat(filepath.Join(modDir, "suites")); err != nil {
-		return fmt.Errorf("run crewbench from the benchmarks module (cd benchmarks), not from %s", modDir)
-	}
-	tmp, err := os.MkdirTemp("", "cbrun")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(tmp)
-	bin := filepath.Join(tmp, "runner.test")
-	fmt.Fprintln(os.Stderr, "crewbench: compiling the suites")
-	build := exec.Command("go", "test", "-c", "-o", bin, "./suites")
-	build.Dir = modDir
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		return fmt.Errorf("compiling the suites: %w", err)
+	bin := o.bin
+	if bin == "" {
+		tmp, err := os.MkdirTemp("", "cbrun")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(tmp)
+		if bin, err = compileSuites(tmp); err != nil {
+			return err
+		}
 	}
 
 	// An interrupt ends the running benchmark process too, and keeps raw.txt as far as it got.
@@ -74,6 +64,7 @@ func run(o options) error {
 		if err := os.MkdirAll(o.out, 0o755); err != nil {
 			return err
 		}
+		var err error
 		if rawFile, err = os.Create(filepath.Join(o.out, "raw.txt")); err != nil {
 			return err
 		}
@@ -119,6 +110,28 @@ func run(o options) error {
 	total := len(order)
 	fmt.Fprintf(os.Stderr, "crewbench: %d runs in %s\n", total, time.Since(start).Round(time.Second))
 	return publish(o, raw.Bytes())
+}
+
+// compileSuites compiles package suites of the benchmarks module into dir and returns the
+// binary's path.
+func compileSuites(dir string) (string, error) {
+	gomod, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMOD: %w", err)
+	}
+	modDir := filepath.Dir(strings.TrimSpace(string(gomod)))
+	if _, err := os.Stat(filepath.Join(modDir, "suites")); err != nil {
+		return "", fmt.Errorf("run crewbench from the benchmarks module (cd benchmarks), not from %s", modDir)
+	}
+	bin := filepath.Join(dir, "runner.test")
+	fmt.Fprintln(os.Stderr, "crewbench: compiling the suites")
+	build := exec.Command("go", "test", "-c", "-o", bin, "./suites")
+	build.Dir = modDir
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		return "", fmt.Errorf("compiling the suites: %w", err)
+	}
+	return bin, nil
 }
 
 // publish analyzes raw, prints the summary and, unless -out is empty, writes the tables and

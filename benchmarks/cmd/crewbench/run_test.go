@@ -1,7 +1,10 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -36,5 +39,46 @@ func TestEachPassTurnsTheOrderOfTheContendersByOnePlace(t *testing.T) {
 		return a.suite.name == b.suite.name && a.contender == b.contender
 	}) {
 		t.Error("pass 0 is not plan's order")
+	}
+}
+
+// TestRunWithAPrebuiltBinaryRunsEveryJobOfEveryPass runs crewbench's whole loop on a stand-in
+// for the suites' test binary (-bin), a script that prints one result for the contender its
+// -test.bench names: every pass runs every contender once, the raw output records them all,
+// and the tables and charts are written.
+func TestRunWithAPrebuiltBinaryRunsEveryJobOfEveryPass(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "suites.test")
+	script := `#!/bin/sh
+for a in "$@"; do case $a in -test.bench=*) f=${a#-test.bench=};; esac; done
+c=${f##*pool=}; c=${c%\$}
+printf 'BenchmarkTaskQ/workers=NumCPU/task=json/pool=%s-2 \t1\t100 ns/op\t0 B/op\t0 allocs/op\n' "$c"
+`
+	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	o := suiteOptions(t, "taskq")
+	o.in, o.bin, o.count, o.out = "", bin, 3, filepath.Join(dir, "out")
+	o.contenders = []string{"crew", "crew-func", "ants"}
+	if err := run(o); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(o.out, "raw.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range o.contenders {
+		if n := strings.Count(string(raw), "pool="+c+"-2 "); n != o.count {
+			t.Errorf("%s ran %d times, want %d:\n%s", c, n, o.count, raw)
+		}
+	}
+	if !strings.HasPrefix(string(raw), "crewbench-command: go run ./cmd/crewbench -count 3 -suite taskq") ||
+		!strings.Contains(string(raw), "-bin "+bin) {
+		t.Errorf("raw.txt does not record the command:\n%s", raw)
+	}
+	for _, f := range []string{"taskq.svg", "taskq.md", "results.md", "quick.svg"} {
+		if _, err := os.Stat(filepath.Join(o.out, f)); err != nil {
+			t.Error(err)
+		}
 	}
 }
