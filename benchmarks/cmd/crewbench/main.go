@@ -118,13 +118,7 @@ Flags:
 		o.suites = append(o.suites, suites[i])
 	}
 	if len(o.suites) == 0 {
-		// The sweep's quick points alone take minutes: a quick run leaves it out unless
-		// -suite names it.
-		for _, s := range suites {
-			if o.full || s.name != sweepSuite.name {
-				o.suites = append(o.suites, s)
-			}
-		}
+		o.suites = defaultSuites(o.full)
 	}
 	known := contenderNames()
 	names := splitList(*contenderList)
@@ -142,6 +136,18 @@ Flags:
 		}
 	}
 	return o, nil
+}
+
+// defaultSuites are the suites a run takes when -suite names none: all of them with -full; the
+// quick run leaves the sweep out, whose quick points alone take minutes, unless -suite names it.
+func defaultSuites(full bool) []suite {
+	var out []suite
+	for _, s := range suites {
+		if full || s.name != sweepSuite.name {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 func splitList(s string) []string {

@@ -3,6 +3,7 @@ package main
 import (
 	"io"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -23,6 +24,26 @@ func TestCrewIsAlwaysAddedToContenders(t *testing.T) {
 		}
 		if !slices.Equal(o.contenders, tc.want) {
 			t.Errorf("-contenders %s: %q, want %q", tc.list, o.contenders, tc.want)
+		}
+	}
+}
+
+// TestCommandLineNamesOnlyWhatDiffersFromTheDefaults checks the command a run records in
+// raw.txt and the tables: the README's plain command records no -suite, though the quick run
+// leaves the sweep out, and a chosen suite is named.
+func TestCommandLineNamesOnlyWhatDiffersFromTheDefaults(t *testing.T) {
+	for args, want := range map[string]string{
+		"":                  "go run ./cmd/crewbench -count 5",
+		"-full":             "go run ./cmd/crewbench -full -count 5",
+		"-suite taskq":      "go run ./cmd/crewbench -count 5 -suite taskq",
+		"-full -suite pond": "go run ./cmd/crewbench -full -count 5 -suite pond",
+	} {
+		o, err := parseFlags(strings.Fields(args), io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := commandLine(o); got != want {
+			t.Errorf("%q records %q, want %q", args, got, want)
 		}
 	}
 }

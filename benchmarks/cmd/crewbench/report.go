@@ -215,12 +215,15 @@ func commandLine(o options) string {
 		args = append(args, "-short")
 	}
 	args = append(args, fmt.Sprintf("-count %d", o.count))
-	if len(o.suites) != len(suites) {
-		var names []string
-		for _, s := range o.suites {
-			names = append(names, s.name)
+	names := func(ss []suite) []string {
+		var out []string
+		for _, s := range ss {
+			out = append(out, s.name)
 		}
-		args = append(args, "-suite "+strings.Join(names, ","))
+		return out
+	}
+	if !slices.Equal(names(o.suites), names(defaultSuites(o.full))) {
+		args = append(args, "-suite "+strings.Join(names(o.suites), ","))
 	}
 	if len(o.contenders) != len(contenderNames()) {
 		args = append(args, "-contenders "+strings.Join(o.contenders, ","))

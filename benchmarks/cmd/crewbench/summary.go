@@ -111,6 +111,9 @@ var knownCauses = map[string]string{
 	// result until the end (peak-pending 10,000), conc's stream W+3. With a window of 2W crew's
 	// time was level with errgroup's (benchmarks/README.md, "The streams suite").
 	"streams/10k-50us/ordered": "MapSeq's 16-value window stalls on slow calls",
+	// 1,000 users each pausing 10 ms between submissions: the pauses set the pace, and every
+	// contender is within 3% of crew (benchmarks/README.md, "Results on this machine").
+	"pond/1Ku-1Kt/sleep10ms": "the 10 ms pauses set the pace: all within 3%",
 }
 
 // notFirstWhy is the reason crew is not first in row's scenario: a tie, a contender without a
