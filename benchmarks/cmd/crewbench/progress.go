@@ -91,7 +91,7 @@ func (p *progress) endJob() {
 	j := p.jobs[p.next]
 	p.took[jobKey(j)] = append(p.took[jobKey(j)], p.now().Sub(p.jobStart))
 	p.next++
-	p.running = false
+	p.running, p.scenario = false, ""
 	if p.tty {
 		p.draw()
 		return
