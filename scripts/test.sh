@@ -191,4 +191,4 @@ step "root: go test without the race detector (memory tests)" go test -count=1 .
 # closes on the root tests' results.
 echo "root: go test -race $short (stress suite, fuzz seeds)"
 go test -race $short -count=1 ./...
-echo "all checks passed"
+echo "all checks passed in $((SECONDS / 60))m$((SECONDS % 60))s"

@@ -53,7 +53,7 @@ var suites = []suite{
 		source:         "https://github.com/maurice2k/ultrapool#benchmarks",
 		quick:          "^task=(sleep1us|sha256-1kB)$/^par=100$",
 		quickScenarios: []string{"sleep1us/par=100", "sha256-1kB/par=100"},
-		quickTime:      "50000x", fullTime: "200ms", quickJob: 150 * time.Millisecond,
+		quickTime:      "20000x", fullTime: "200ms", quickJob: 100 * time.Millisecond,
 	},
 	{
 		name: "itogami", bench: "BenchmarkItogami",
@@ -71,7 +71,7 @@ var suites = []suite{
 		source:         "https://github.com/antonmashko/taskq/tree/master/benchmarks",
 		quick:          "^workers=NumCPU$/^task=json$",
 		quickScenarios: []string{"NumCPU/json"},
-		quickTime:      "50000x", fullTime: "300ms", quickJob: 250 * time.Millisecond,
+		quickTime:      "20000x", fullTime: "300ms", quickJob: 150 * time.Millisecond,
 	},
 	{
 		name: "pools", bench: "BenchmarkPools",
