@@ -83,6 +83,8 @@ func TestMisusePanicsNamingTheCall(t *testing.T) {
 		{"nil fn NewFunc", func() { crew.NewFunc[int](1, nil) }, "crew: NewFunc: fn must not be nil"},
 
 		{"nil ctx SubmitContext", func() { p.SubmitContext(nilCtx, task) }, "crew: SubmitContext: ctx must not be nil"},
+		{"nil ctx SubmitContext nil task", func() { p.SubmitContext(nilCtx, nil) }, "crew: SubmitContext: ctx must not be nil"},
+		{"nil ctx SubmitNContext nil task", func() { p.SubmitNContext(nilCtx, 2, nil) }, "crew: SubmitNContext: ctx must not be nil"},
 		{"nil ctx SubmitNContext", func() { p.SubmitNContext(nilCtx, 1, task) }, "crew: SubmitNContext: ctx must not be nil"},
 		{"nil ctx InvokeContext", func() { f.InvokeContext(nilCtx, 1) }, "crew: InvokeContext: ctx must not be nil"},
 		{"nil ctx Shutdown", func() { p.Shutdown(nilCtx) }, "crew: Shutdown: ctx must not be nil"},

@@ -131,6 +131,7 @@ func (p *Pool) TrySubmit(task func()) bool {
 // the task.
 func (p *Pool) SubmitContext(ctx context.Context, task func()) error {
 	checkPool(p, "SubmitContext")
+	checkCtx(ctx, "SubmitContext")
 	if task == nil {
 		return ErrNilTask
 	}
