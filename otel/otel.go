@@ -12,6 +12,10 @@
 //	crew.tasks.running     {task}    tasks running
 //	crew.tasks.waiting     {task}    accepted tasks that have not started
 //
+// Gauge:
+//
+//	crew.pool.paused       1         1 while the pool is paused, else 0
+//
 // Counters:
 //
 //	crew.tasks.accepted    {task}    tasks a submit accepted
@@ -19,12 +23,22 @@
 //	crew.tasks.panicked    {task}    tasks that panicked
 //	crew.tasks.rejected    {task}    submits refused because the queue was full
 //	crew.tasks.canceled    {task}    submits whose context ended before the task was accepted
+//	crew.tasks.discarded   {task}    accepted tasks an overflow policy dropped unrun
+//	crew.tasks.caller_ran  {task}    tasks run on their submitter because the queue was full
+//	crew.tasks.returned    {task}    accepted tasks StopNow took out of the queue unrun
+//	crew.tasks.skipped     {task}    accepted functions skipped because their context ended first
 //
-// Histograms, recorded by the [crew.Hooks] that [Hooks] returns (asynchronous instruments
-// cannot report histograms, so these are synchronous ones fed as tasks start and finish):
+// Histograms:
 //
 //	crew.task.wait.duration   s   time from a task's submit to its start
 //	crew.task.run.duration    s   time a task ran
+//
+// Asynchronous instruments cannot report histograms, so they come one of two ways. For a pool
+// built with [crew.WithLatencyHistograms], [Histograms] returns a producer, given to a reader,
+// that reports the pool's own histograms (WaitTime and RunTime of its Stats) as exponential
+// histograms of scale 3: eight buckets per power of two, the pool's own, so nothing is lost.
+// For any pool, [Hooks] returns [crew.Hooks] that record each task into synchronous
+// histograms with explicit buckets a power of two apart. Use one or the other for a pool.
 //
 // Each instrument reports one field of [crew.Stats], whose comment says exactly what it counts.
 package crewotel
@@ -40,10 +54,18 @@ import (
 )
 
 // StatsSource is anything that reports a [crew.Stats] snapshot. *crew.Pool and
-// *crew.FuncPool[T] satisfy it.
+// *crew.FuncPool[T] satisfy it; [StatsFunc] makes one of a function.
 type StatsSource interface {
 	Stats() crew.Stats
 }
+
+// StatsFunc is a function used as a [StatsSource]: its Stats method calls it. It exports
+// the Stats of anything that has them, for example a method value such as k.Stats, or a
+// function that adds up the Stats of several pools.
+type StatsFunc func() crew.Stats
+
+// Stats calls f.
+func (f StatsFunc) Stats() crew.Stats { return f() }
 
 // Option configures [Observe].
 type Option func(*config)
@@ -83,7 +105,8 @@ func (r *Registration) Close() error { return r.Unregister() }
 
 // Observe registers the crew instruments with meter and a callback that reports the Stats of
 // src, with the attribute pool=name, at each collection. The callback reads one Stats snapshot
-// per collection. It panics if name is empty, src is nil, meter is nil, or an option sets the
+// per collection. Any Stats source will do: a pool, a [crew.Keyed] once it reports Stats, or
+// a function wrapped in [StatsFunc]. It panics if name is empty, src is nil, meter is nil, or an option sets the
 // "pool" attribute; it returns an error, and registers nothing, if the meter cannot create an
 // instrument or register the callback.
 //
@@ -102,25 +125,21 @@ func Observe(meter metric.Meter, name string, src StatsSource, opts ...Option) (
 	attrs := poolAttributes("Observe", name, opts)
 
 	var errs []error
-	upDown := func(name, unit, desc string) metric.Int64ObservableUpDownCounter {
-		i, err := meter.Int64ObservableUpDownCounter(name, metric.WithUnit(unit), metric.WithDescription(desc))
+	observed := make([]metric.Int64Observable, len(instruments))
+	observables := make([]metric.Observable, len(instruments))
+	for i, in := range instruments {
+		var err error
+		switch in.kind {
+		case upDown:
+			observed[i], err = meter.Int64ObservableUpDownCounter(in.name, metric.WithUnit(in.unit), metric.WithDescription(in.desc))
+		case counter:
+			observed[i], err = meter.Int64ObservableCounter(in.name, metric.WithUnit(in.unit), metric.WithDescription(in.desc))
+		case gauge:
+			observed[i], err = meter.Int64ObservableGauge(in.name, metric.WithUnit(in.unit), metric.WithDescription(in.desc))
+		}
 		errs = append(errs, err)
-		return i
+		observables[i] = observed[i]
 	}
-	counter := func(name, desc string) metric.Int64ObservableCounter {
-		i, err := meter.Int64ObservableCounter(name, metric.WithUnit("{task}"), metric.WithDescription(desc))
-		errs = append(errs, err)
-		return i
-	}
-	workersMax := upDown("crew.workers.max", "{worker}", "Current worker limit of the pool.")
-	tasksRunning := upDown("crew.tasks.running", "{task}", "Tasks of the pool running.")
-	workersIdle := upDown("crew.workers.idle", "{worker}", "Workers of the pool alive and waiting for a task.")
-	tasksWaiting := upDown("crew.tasks.waiting", "{task}", "Tasks accepted by the pool that have not started.")
-	tasksAccepted := counter("crew.tasks.accepted", "Tasks accepted by the pool.")
-	tasksCompleted := counter("crew.tasks.completed", "Tasks of the pool that returned.")
-	tasksPanicked := counter("crew.tasks.panicked", "Tasks of the pool that panicked.")
-	tasksRejected := counter("crew.tasks.rejected", "Submits the pool refused because its queue was full.")
-	tasksCanceled := counter("crew.tasks.canceled", "Submits whose context ended before the pool accepted the task.")
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
@@ -128,24 +147,64 @@ func Observe(meter metric.Meter, name string, src StatsSource, opts ...Option) (
 	set := metric.WithAttributeSet(attrs)
 	callback := func(_ context.Context, o metric.Observer) error {
 		s := src.Stats()
-		o.ObserveInt64(workersMax, int64(s.MaxWorkers), set)
-		o.ObserveInt64(tasksRunning, int64(s.Running), set)
-		o.ObserveInt64(workersIdle, int64(s.Idle), set)
-		o.ObserveInt64(tasksWaiting, int64(s.Waiting), set)
-		o.ObserveInt64(tasksAccepted, counterValue(s.Accepted), set)
-		o.ObserveInt64(tasksCompleted, counterValue(s.Completed), set)
-		o.ObserveInt64(tasksPanicked, counterValue(s.Panicked), set)
-		o.ObserveInt64(tasksRejected, counterValue(s.Rejected), set)
-		o.ObserveInt64(tasksCanceled, counterValue(s.Canceled), set)
+		for i, in := range instruments {
+			o.ObserveInt64(observed[i], in.value(s), set)
+		}
 		return nil
 	}
-	reg, err := meter.RegisterCallback(callback,
-		workersMax, tasksRunning, workersIdle, tasksWaiting,
-		tasksAccepted, tasksCompleted, tasksPanicked, tasksRejected, tasksCanceled)
+	reg, err := meter.RegisterCallback(callback, observables...)
 	if err != nil {
 		return nil, err
 	}
 	return &Registration{reg: reg}, nil
+}
+
+// The kinds of instrument Observe registers.
+const (
+	upDown = iota
+	counter
+	gauge
+)
+
+// instruments are what Observe registers, one per field of crew.Stats but the histograms.
+var instruments = []struct {
+	name, unit, desc string
+	kind             int
+	value            func(crew.Stats) int64
+}{
+	{"crew.workers.max", "{worker}", "Current worker limit of the pool.", upDown,
+		func(s crew.Stats) int64 { return int64(s.MaxWorkers) }},
+	{"crew.tasks.running", "{task}", "Tasks of the pool running.", upDown,
+		func(s crew.Stats) int64 { return int64(s.Running) }},
+	{"crew.workers.idle", "{worker}", "Workers of the pool alive and waiting for a task.", upDown,
+		func(s crew.Stats) int64 { return int64(s.Idle) }},
+	{"crew.tasks.waiting", "{task}", "Tasks accepted by the pool that have not started.", upDown,
+		func(s crew.Stats) int64 { return int64(s.Waiting) }},
+	{"crew.pool.paused", "1", "1 while the pool is paused, else 0.", gauge,
+		func(s crew.Stats) int64 {
+			if s.Paused {
+				return 1
+			}
+			return 0
+		}},
+	{"crew.tasks.accepted", "{task}", "Tasks accepted by the pool.", counter,
+		func(s crew.Stats) int64 { return counterValue(s.Accepted) }},
+	{"crew.tasks.completed", "{task}", "Tasks of the pool that returned.", counter,
+		func(s crew.Stats) int64 { return counterValue(s.Completed) }},
+	{"crew.tasks.panicked", "{task}", "Tasks of the pool that panicked.", counter,
+		func(s crew.Stats) int64 { return counterValue(s.Panicked) }},
+	{"crew.tasks.rejected", "{task}", "Submits the pool refused because its queue was full.", counter,
+		func(s crew.Stats) int64 { return counterValue(s.Rejected) }},
+	{"crew.tasks.canceled", "{task}", "Submits whose context ended before the pool accepted the task.", counter,
+		func(s crew.Stats) int64 { return counterValue(s.Canceled) }},
+	{"crew.tasks.discarded", "{task}", "Accepted tasks an overflow policy dropped unrun.", counter,
+		func(s crew.Stats) int64 { return counterValue(s.Discarded) }},
+	{"crew.tasks.caller_ran", "{task}", "Tasks run on their submitter because the queue was full.", counter,
+		func(s crew.Stats) int64 { return counterValue(s.CallerRan) }},
+	{"crew.tasks.returned", "{task}", "Accepted tasks StopNow took out of the queue unrun.", counter,
+		func(s crew.Stats) int64 { return counterValue(s.Returned) }},
+	{"crew.tasks.skipped", "{task}", "Accepted functions skipped because their context ended before they started.", counter,
+		func(s crew.Stats) int64 { return counterValue(s.Skipped) }},
 }
 
 // counterValue converts a Stats counter to the int64 the instruments take. A counter past

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -41,15 +42,25 @@ type countingSource struct{ calls atomic.Int64 }
 
 func (c *countingSource) Stats() crew.Stats {
 	n := c.calls.Add(1)
+	return statsOf(int(n))
+}
+
+// statsOf returns a snapshot whose every number is n.
+func statsOf(n int) crew.Stats {
 	return crew.Stats{
-		MaxWorkers: int(n), Running: int(n), Idle: int(n), Waiting: int(n),
+		MaxWorkers: n, Running: n, Idle: n, Waiting: n,
 		Accepted: uint64(n), Completed: uint64(n), Panicked: uint64(n), Rejected: uint64(n), Canceled: uint64(n),
+		Discarded: uint64(n), CallerRan: uint64(n), Returned: uint64(n), Skipped: uint64(n),
 	}
 }
 
 var (
 	upDownNames  = []string{"crew.workers.max", "crew.tasks.running", "crew.workers.idle", "crew.tasks.waiting"}
-	counterNames = []string{"crew.tasks.accepted", "crew.tasks.completed", "crew.tasks.panicked", "crew.tasks.rejected", "crew.tasks.canceled"}
+	counterNames = []string{"crew.tasks.accepted", "crew.tasks.completed", "crew.tasks.panicked", "crew.tasks.rejected", "crew.tasks.canceled",
+		"crew.tasks.discarded", "crew.tasks.caller_ran", "crew.tasks.returned", "crew.tasks.skipped"}
+	gaugeNames     = []string{"crew.pool.paused"}
+	histogramNames = []string{"crew.task.wait.duration", "crew.task.run.duration"}
+	allNames       = slices.Concat(upDownNames, counterNames, gaugeNames)
 )
 
 // newMeter returns a meter whose metrics the returned reader collects on demand.
@@ -85,7 +96,8 @@ type point struct {
 	attrs  string
 }
 
-// collect runs one collection and returns every data point's value. It fails the test if an
+// collect runs one collection and returns every data point's value, a histogram's count for
+// a histogram. It fails the test if an
 // instrument has the wrong kind, unit or monotonicity.
 func collect(t *testing.T, r *sdkmetric.ManualReader) map[point]int64 {
 	t.Helper()
@@ -114,6 +126,24 @@ func tryCollect(t *testing.T, r *sdkmetric.ManualReader) (map[point]int64, error
 	got := map[point]int64{}
 	for _, sm := range rm.ScopeMetrics {
 		for _, m := range sm.Metrics {
+			switch data := m.Data.(type) {
+			case metricdata.Gauge[int64]:
+				if !slices.Contains(gaugeNames, m.Name) || m.Unit != "1" {
+					t.Errorf("%s [%s]: a gauge", m.Name, m.Unit)
+				}
+				for _, dp := range data.DataPoints {
+					got[point{m.Name, dp.Attributes.Encoded(attribute.DefaultEncoder())}] = dp.Value
+				}
+				continue
+			case metricdata.ExponentialHistogram[float64]:
+				if !slices.Contains(histogramNames, m.Name) || m.Unit != "s" || data.Temporality != metricdata.CumulativeTemporality {
+					t.Errorf("%s [%s]: an exponential histogram, %v", m.Name, m.Unit, data.Temporality)
+				}
+				for _, dp := range data.DataPoints {
+					got[point{m.Name, dp.Attributes.Encoded(attribute.DefaultEncoder())}] = int64(dp.Count)
+				}
+				continue
+			}
 			wantMono, ok := monotonic[m.Name]
 			if !ok {
 				t.Errorf("unexpected instrument %q", m.Name)
@@ -147,16 +177,25 @@ func tryCollect(t *testing.T, r *sdkmetric.ManualReader) (map[point]int64, error
 
 // points returns the data points a snapshot s of pool should produce.
 func points(attrs string, s crew.Stats) map[point]int64 {
+	paused := int64(0)
+	if s.Paused {
+		paused = 1
+	}
 	return map[point]int64{
-		{"crew.workers.max", attrs}:     int64(s.MaxWorkers),
-		{"crew.tasks.running", attrs}:   int64(s.Running),
-		{"crew.workers.idle", attrs}:    int64(s.Idle),
-		{"crew.tasks.waiting", attrs}:   int64(s.Waiting),
-		{"crew.tasks.accepted", attrs}:  int64(s.Accepted),
-		{"crew.tasks.completed", attrs}: int64(s.Completed),
-		{"crew.tasks.panicked", attrs}:  int64(s.Panicked),
-		{"crew.tasks.rejected", attrs}:  int64(s.Rejected),
-		{"crew.tasks.canceled", attrs}:  int64(s.Canceled),
+		{"crew.workers.max", attrs}:      int64(s.MaxWorkers),
+		{"crew.tasks.running", attrs}:    int64(s.Running),
+		{"crew.workers.idle", attrs}:     int64(s.Idle),
+		{"crew.tasks.waiting", attrs}:    int64(s.Waiting),
+		{"crew.pool.paused", attrs}:      paused,
+		{"crew.tasks.accepted", attrs}:   int64(s.Accepted),
+		{"crew.tasks.completed", attrs}:  int64(s.Completed),
+		{"crew.tasks.panicked", attrs}:   int64(s.Panicked),
+		{"crew.tasks.rejected", attrs}:   int64(s.Rejected),
+		{"crew.tasks.canceled", attrs}:   int64(s.Canceled),
+		{"crew.tasks.discarded", attrs}:  int64(s.Discarded),
+		{"crew.tasks.caller_ran", attrs}: int64(s.CallerRan),
+		{"crew.tasks.returned", attrs}:   int64(s.Returned),
+		{"crew.tasks.skipped", attrs}:    int64(s.Skipped),
 	}
 }
 
@@ -189,10 +228,7 @@ func TestCallbackReadsOneSnapshotPerCollection(t *testing.T) {
 		if calls := src.calls.Load(); calls != int64(n) {
 			t.Fatalf("after %d collections: Stats called %d times, want %d", n, calls, n)
 		}
-		want := points("pool=counting", crew.Stats{
-			MaxWorkers: n, Running: n, Idle: n, Waiting: n,
-			Accepted: uint64(n), Completed: uint64(n), Panicked: uint64(n), Rejected: uint64(n), Canceled: uint64(n),
-		})
+		want := points("pool=counting", statsOf(n))
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("collection %d: got %v\nwant %v", n, got, want)
 		}
@@ -306,8 +342,8 @@ func TestUnregisterStopsObservingOnlyThatPool(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer regB.Close()
-	if got := collect(t, r); len(got) != 18 {
-		t.Fatalf("with two pools: %d data points, want 18: %v", len(got), got)
+	if got := collect(t, r); len(got) != 2*len(allNames) {
+		t.Fatalf("with two pools: %d data points, want %d: %v", len(got), 2*len(allNames), got)
 	}
 
 	if err := regA.Unregister(); err != nil {
@@ -320,10 +356,7 @@ func TestUnregisterStopsObservingOnlyThatPool(t *testing.T) {
 	if calls := a.calls.Load(); calls != 1 {
 		t.Fatalf("unregistered pool's Stats called %d times, want 1", calls)
 	}
-	want := points("pool=b", crew.Stats{
-		MaxWorkers: 2, Running: 2, Idle: 2, Waiting: 2,
-		Accepted: 2, Completed: 2, Panicked: 2, Rejected: 2, Canceled: 2,
-	})
+	want := points("pool=b", statsOf(2))
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("after unregistering a: got %v\nwant %v", got, want)
 	}
@@ -373,6 +406,13 @@ func (m *fakeMeter) Int64ObservableUpDownCounter(name string, opts ...metric.Int
 	return m.Meter.Int64ObservableUpDownCounter(name, opts...)
 }
 
+func (m *fakeMeter) Int64ObservableGauge(name string, opts ...metric.Int64ObservableGaugeOption) (metric.Int64ObservableGauge, error) {
+	if name == m.failInstrument {
+		return nil, errInstrument
+	}
+	return m.Meter.Int64ObservableGauge(name, opts...)
+}
+
 func (m *fakeMeter) RegisterCallback(metric.Callback, ...metric.Observable) (metric.Registration, error) {
 	m.registered.Add(1)
 	if m.registerErr != nil {
@@ -400,7 +440,7 @@ func TestObserveReturnsRegistrationError(t *testing.T) {
 }
 
 func TestObserveRegistersNothingIfMeterCannotCreateInstrument(t *testing.T) {
-	for _, name := range append(append([]string{}, upDownNames...), counterNames...) {
+	for _, name := range allNames {
 		t.Run(name, func(t *testing.T) {
 			m := &fakeMeter{failInstrument: name}
 			reg, err := crewotel.Observe(m, "p", fixedSource{})
@@ -437,6 +477,7 @@ func TestCounterPastInt64StaysAtMaxInt64(t *testing.T) {
 	s := crew.Stats{
 		Accepted: math.MaxInt64, Completed: math.MaxInt64 + 1,
 		Panicked: math.MaxUint64, Rejected: math.MaxInt64 + 12345, Canceled: math.MaxInt64 + 1,
+		Discarded: math.MaxUint64, CallerRan: math.MaxInt64 + 2, Returned: math.MaxInt64 + 3, Skipped: math.MaxUint64 - 1,
 	}
 	reg, err := crewotel.Observe(meter, "huge", fixedSource{s})
 	if err != nil {

@@ -12,10 +12,10 @@ import (
 // nativeSchema is the schema of crew's buckets: their finite boundaries are 2^(k/8) seconds.
 const nativeSchema = 3
 
-// classicEvery is how many of crew's buckets make one classic bucket: 16 of them span two
-// powers of two, which keeps a classic histogram to 17 le buckets from a microsecond to an
-// hour.
-const classicEvery = 16
+// classicEvery is how many of crew's buckets make one classic bucket: 8 of them span a power
+// of two, so neighbouring le boundaries are a factor of 2 apart and a classic histogram has
+// 33 of them from a microsecond to an hour.
+const classicEvery = 8
 
 // histogramMetric builds one Prometheus histogram from h, with both native and classic
 // buckets.

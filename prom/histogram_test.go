@@ -56,6 +56,10 @@ func TestHistogramsAreScrapedWithClassicAndNativeBuckets(t *testing.T) {
 			if bs[i].GetUpperBound() <= bs[i-1].GetUpperBound() || bs[i].GetCumulativeCount() < bs[i-1].GetCumulativeCount() {
 				t.Fatalf("%s: classic buckets not cumulative: %v", name, bs)
 			}
+			// At most a factor of 2 apart, so that a quantile read from them is off by less.
+			if r := bs[i].GetUpperBound() / bs[i-1].GetUpperBound(); r > 2 {
+				t.Fatalf("%s: le=%v follows le=%v, a factor of %v", name, bs[i].GetUpperBound(), bs[i-1].GetUpperBound(), r)
+			}
 		}
 		if last := bs[len(bs)-1].GetCumulativeCount(); last > n {
 			t.Errorf("%s: last classic bucket %d > %d", name, last, n)

@@ -11,6 +11,7 @@
 //	crew_workers_idle      workers alive and waiting for a task
 //	crew_tasks_running     tasks running
 //	crew_tasks_waiting     accepted tasks that have not started
+//	crew_pool_paused       1 while the pool is paused, else 0
 //
 // Counters:
 //
@@ -19,6 +20,10 @@
 //	crew_tasks_panicked_total    tasks that panicked
 //	crew_tasks_rejected_total    submits refused because the queue was full
 //	crew_tasks_canceled_total    submits whose context ended before the task was accepted
+//	crew_tasks_discarded_total   accepted tasks an overflow policy dropped unrun
+//	crew_tasks_caller_ran_total  tasks run on their submitter because the queue was full
+//	crew_tasks_returned_total    accepted tasks StopNow took out of the queue unrun
+//	crew_tasks_skipped_total     accepted functions skipped because their context ended first
 //
 // Histograms, for a pool built with [crew.WithLatencyHistograms] (absent otherwise):
 //
@@ -27,10 +32,12 @@
 //
 // Each histogram is exported both ways a Prometheus histogram can be: as a native histogram
 // of schema 3 (eight buckets per power of two, the pool's own buckets, so nothing is lost),
-// and with classic le buckets at every second power of two from 2^-20 s (about 1 µs) to
-// 2^12 s (about 68 minutes), for servers and queries that do not use native histograms. The
-// native histogram's zero bucket holds the durations up to 2^-20 s; the few above 2^12 s go
-// to the native bucket just above it.
+// and with classic le buckets at every power of two from 2^-20 s (about 1 µs) to 2^12 s
+// (about 68 minutes), for servers and queries that do not use native histograms, so that a
+// quantile read from them is off by less than a factor of 2. The native histogram's zero
+// bucket holds the durations up to 2^-20 s; the few above 2^12 s go to the native bucket just
+// above it. A server scraping the protobuf format with native histograms enabled stores the
+// native buckets; otherwise it stores the classic ones.
 //
 // Each metric reports one field of [crew.Stats], whose comment says exactly what it counts.
 package prom
@@ -41,10 +48,18 @@ import (
 )
 
 // StatsSource is anything that reports a [crew.Stats] snapshot. *crew.Pool and
-// *crew.FuncPool[T] satisfy it.
+// *crew.FuncPool[T] satisfy it; [StatsFunc] makes one of a function.
 type StatsSource interface {
 	Stats() crew.Stats
 }
+
+// StatsFunc is a function used as a [StatsSource]: its Stats method calls it. It exports
+// the Stats of anything that has them, for example a method value such as k.Stats, or a
+// function that adds up the Stats of several pools.
+type StatsFunc func() crew.Stats
+
+// Stats calls f.
+func (f StatsFunc) Stats() crew.Stats { return f() }
 
 // Option configures a [Collector]; pass options to [NewCollector].
 type Option func(*config)
@@ -71,23 +86,65 @@ func WithConstLabels(labels prometheus.Labels) Option {
 // usable. It holds no goroutine, so there is nothing to stop: unregister it from the registry
 // when the pool is gone.
 type Collector struct {
-	src StatsSource
+	src         StatsSource
+	metrics     []scalar
+	waitSeconds *prometheus.Desc
+	runSeconds  *prometheus.Desc
+}
 
-	workersMax     *prometheus.Desc
-	workersIdle    *prometheus.Desc
-	tasksRunning   *prometheus.Desc
-	tasksWaiting   *prometheus.Desc
-	tasksAccepted  *prometheus.Desc
-	tasksCompleted *prometheus.Desc
-	tasksPanicked  *prometheus.Desc
-	tasksRejected  *prometheus.Desc
-	tasksCanceled  *prometheus.Desc
-	waitSeconds    *prometheus.Desc
-	runSeconds     *prometheus.Desc
+// scalar is one gauge or counter and the Stats field it reports.
+type scalar struct {
+	desc  *prometheus.Desc
+	kind  prometheus.ValueType
+	value func(crew.Stats) float64
+}
+
+// scalars are the gauges and counters, one per field of crew.Stats but the histograms.
+var scalars = []struct {
+	name, help string
+	kind       prometheus.ValueType
+	value      func(crew.Stats) float64
+}{
+	{"crew_workers_max", "Current worker limit of the pool.", prometheus.GaugeValue,
+		func(s crew.Stats) float64 { return float64(s.MaxWorkers) }},
+	{"crew_workers_idle", "Workers of the pool alive and waiting for a task.", prometheus.GaugeValue,
+		func(s crew.Stats) float64 { return float64(s.Idle) }},
+	{"crew_tasks_running", "Tasks of the pool running.", prometheus.GaugeValue,
+		func(s crew.Stats) float64 { return float64(s.Running) }},
+	{"crew_tasks_waiting", "Tasks accepted by the pool that have not started.", prometheus.GaugeValue,
+		func(s crew.Stats) float64 { return float64(s.Waiting) }},
+	{"crew_pool_paused", "1 while the pool is paused, else 0.", prometheus.GaugeValue,
+		func(s crew.Stats) float64 { return boolValue(s.Paused) }},
+	{"crew_tasks_accepted_total", "Tasks accepted by the pool.", prometheus.CounterValue,
+		func(s crew.Stats) float64 { return float64(s.Accepted) }},
+	{"crew_tasks_completed_total", "Tasks of the pool that returned.", prometheus.CounterValue,
+		func(s crew.Stats) float64 { return float64(s.Completed) }},
+	{"crew_tasks_panicked_total", "Tasks of the pool that panicked.", prometheus.CounterValue,
+		func(s crew.Stats) float64 { return float64(s.Panicked) }},
+	{"crew_tasks_rejected_total", "Submits the pool refused because its queue was full.", prometheus.CounterValue,
+		func(s crew.Stats) float64 { return float64(s.Rejected) }},
+	{"crew_tasks_canceled_total", "Submits whose context ended before the pool accepted the task.", prometheus.CounterValue,
+		func(s crew.Stats) float64 { return float64(s.Canceled) }},
+	{"crew_tasks_discarded_total", "Accepted tasks an overflow policy dropped unrun.", prometheus.CounterValue,
+		func(s crew.Stats) float64 { return float64(s.Discarded) }},
+	{"crew_tasks_caller_ran_total", "Tasks run on their submitter because the queue was full.", prometheus.CounterValue,
+		func(s crew.Stats) float64 { return float64(s.CallerRan) }},
+	{"crew_tasks_returned_total", "Accepted tasks StopNow took out of the queue unrun.", prometheus.CounterValue,
+		func(s crew.Stats) float64 { return float64(s.Returned) }},
+	{"crew_tasks_skipped_total", "Accepted functions skipped because their context ended before they started.", prometheus.CounterValue,
+		func(s crew.Stats) float64 { return float64(s.Skipped) }},
+}
+
+func boolValue(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // NewCollector returns a collector exporting the Stats of src, labelled pool=name. It panics if
-// name is empty, src is nil, or an option sets the "pool" label.
+// name is empty, src is nil, or an option sets the "pool" label. Any Stats source will do: a
+// pool, a [crew.Keyed] once it reports Stats, or a function wrapped in [StatsFunc].
 //
 // Collectors registered with one registry must all have the same constant label names (the
 // same keys passed to [WithConstLabels], or none), and no two may have the same name and the
@@ -112,62 +169,38 @@ func NewCollector(name string, src StatsSource, opts ...Option) *Collector {
 	for k, v := range cfg.constLabels {
 		labels[k] = v
 	}
-	desc := func(name, help string) *prometheus.Desc {
-		return prometheus.NewDesc(name, help, nil, labels)
+	c := &Collector{
+		src:         src,
+		waitSeconds: prometheus.NewDesc("crew_task_wait_seconds", "Time from a task's submit to its start.", nil, labels),
+		runSeconds:  prometheus.NewDesc("crew_task_run_seconds", "Time a task of the pool ran.", nil, labels),
 	}
-	return &Collector{
-		src:            src,
-		workersMax:     desc("crew_workers_max", "Current worker limit of the pool."),
-		workersIdle:    desc("crew_workers_idle", "Workers of the pool alive and waiting for a task."),
-		tasksRunning:   desc("crew_tasks_running", "Tasks of the pool running."),
-		tasksWaiting:   desc("crew_tasks_waiting", "Tasks accepted by the pool that have not started."),
-		tasksAccepted:  desc("crew_tasks_accepted_total", "Tasks accepted by the pool."),
-		tasksCompleted: desc("crew_tasks_completed_total", "Tasks of the pool that returned."),
-		tasksPanicked:  desc("crew_tasks_panicked_total", "Tasks of the pool that panicked."),
-		tasksRejected:  desc("crew_tasks_rejected_total", "Submits the pool refused because its queue was full."),
-		tasksCanceled:  desc("crew_tasks_canceled_total", "Submits whose context ended before the pool accepted the task."),
-		waitSeconds:    desc("crew_task_wait_seconds", "Time from a task's submit to its start."),
-		runSeconds:     desc("crew_task_run_seconds", "Time a task of the pool ran."),
+	for _, m := range scalars {
+		c.metrics = append(c.metrics, scalar{prometheus.NewDesc(m.name, m.help, nil, labels), m.kind, m.value})
 	}
+	return c
 }
 
 // Describe sends the descriptors of the collector's metrics to ch.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	ch <- c.workersMax
-	ch <- c.workersIdle
-	ch <- c.tasksRunning
-	ch <- c.tasksWaiting
-	ch <- c.tasksAccepted
-	ch <- c.tasksCompleted
-	ch <- c.tasksPanicked
-	ch <- c.tasksRejected
-	ch <- c.tasksCanceled
+	for _, m := range c.metrics {
+		ch <- m.desc
+	}
 	ch <- c.waitSeconds
 	ch <- c.runSeconds
 }
 
 // Collect reads one Stats snapshot from the source and sends the metrics built from it to ch:
-// the histograms only when the snapshot has them. Reading the snapshot once, not once per metric, keeps the values of a scrape
-// consistent with each other.
+// the histograms only when the snapshot has them. Reading the snapshot once, not once per
+// metric, keeps the values of a scrape consistent with each other.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	s := c.src.Stats()
-	gauge := func(d *prometheus.Desc, v int) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(v))
+	for _, m := range c.metrics {
+		ch <- prometheus.MustNewConstMetric(m.desc, m.kind, m.value(s))
 	}
-	counter := func(d *prometheus.Desc, v uint64) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v))
-	}
-	gauge(c.workersMax, s.MaxWorkers)
-	gauge(c.workersIdle, s.Idle)
-	gauge(c.tasksRunning, s.Running)
-	gauge(c.tasksWaiting, s.Waiting)
-	counter(c.tasksAccepted, s.Accepted)
-	counter(c.tasksCompleted, s.Completed)
-	counter(c.tasksPanicked, s.Panicked)
-	counter(c.tasksRejected, s.Rejected)
-	counter(c.tasksCanceled, s.Canceled)
 	if s.WaitTime != nil {
 		ch <- histogramMetric(c.waitSeconds, *s.WaitTime)
+	}
+	if s.RunTime != nil {
 		ch <- histogramMetric(c.runSeconds, *s.RunTime)
 	}
 }

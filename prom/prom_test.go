@@ -2,6 +2,8 @@ package prom_test
 
 import (
 	"fmt"
+	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -36,53 +38,120 @@ func (c *countingSource) Stats() crew.Stats {
 	return crew.Stats{
 		MaxWorkers: int(n), Running: int(n), Idle: int(n), Waiting: int(n),
 		Accepted: uint64(n), Completed: uint64(n), Panicked: uint64(n), Rejected: uint64(n),
-		Canceled: uint64(n),
+		Canceled: uint64(n), Discarded: uint64(n), CallerRan: uint64(n), Returned: uint64(n),
+		Skipped: uint64(n),
 	}
 }
 
-const allMetrics = `
-# HELP crew_tasks_accepted_total Tasks accepted by the pool.
-# TYPE crew_tasks_accepted_total counter
-crew_tasks_accepted_total{pool="%[1]s"} %[5]d
-# HELP crew_tasks_canceled_total Submits whose context ended before the pool accepted the task.
-# TYPE crew_tasks_canceled_total counter
-crew_tasks_canceled_total{pool="%[1]s"} %[10]d
-# HELP crew_tasks_completed_total Tasks of the pool that returned.
-# TYPE crew_tasks_completed_total counter
-crew_tasks_completed_total{pool="%[1]s"} %[6]d
-# HELP crew_tasks_panicked_total Tasks of the pool that panicked.
-# TYPE crew_tasks_panicked_total counter
-crew_tasks_panicked_total{pool="%[1]s"} %[7]d
-# HELP crew_tasks_rejected_total Submits the pool refused because its queue was full.
-# TYPE crew_tasks_rejected_total counter
-crew_tasks_rejected_total{pool="%[1]s"} %[8]d
-# HELP crew_tasks_running Tasks of the pool running.
-# TYPE crew_tasks_running gauge
-crew_tasks_running{pool="%[1]s"} %[9]d
-# HELP crew_tasks_waiting Tasks accepted by the pool that have not started.
-# TYPE crew_tasks_waiting gauge
-crew_tasks_waiting{pool="%[1]s"} %[4]d
-# HELP crew_workers_idle Workers of the pool alive and waiting for a task.
-# TYPE crew_workers_idle gauge
-crew_workers_idle{pool="%[1]s"} %[3]d
-# HELP crew_workers_max Current worker limit of the pool.
-# TYPE crew_workers_max gauge
-crew_workers_max{pool="%[1]s"} %[2]d
-`
-
-// expected renders allMetrics for one pool name and snapshot.
-func expected(pool string, s crew.Stats) *strings.Reader {
-	return strings.NewReader(fmt.Sprintf(allMetrics, pool, s.MaxWorkers, s.Idle, s.Waiting,
-		s.Accepted, s.Completed, s.Panicked, s.Rejected, s.Running, s.Canceled))
+// series are the gauges and counters of a pool, in the order the text format sorts them.
+var series = []struct {
+	name, help, kind string
+	value            func(crew.Stats) uint64
+}{
+	{"crew_pool_paused", "1 while the pool is paused, else 0.", "gauge", func(s crew.Stats) uint64 {
+		if s.Paused {
+			return 1
+		}
+		return 0
+	}},
+	{"crew_tasks_accepted_total", "Tasks accepted by the pool.", "counter", func(s crew.Stats) uint64 { return s.Accepted }},
+	{"crew_tasks_caller_ran_total", "Tasks run on their submitter because the queue was full.", "counter", func(s crew.Stats) uint64 { return s.CallerRan }},
+	{"crew_tasks_canceled_total", "Submits whose context ended before the pool accepted the task.", "counter", func(s crew.Stats) uint64 { return s.Canceled }},
+	{"crew_tasks_completed_total", "Tasks of the pool that returned.", "counter", func(s crew.Stats) uint64 { return s.Completed }},
+	{"crew_tasks_discarded_total", "Accepted tasks an overflow policy dropped unrun.", "counter", func(s crew.Stats) uint64 { return s.Discarded }},
+	{"crew_tasks_panicked_total", "Tasks of the pool that panicked.", "counter", func(s crew.Stats) uint64 { return s.Panicked }},
+	{"crew_tasks_rejected_total", "Submits the pool refused because its queue was full.", "counter", func(s crew.Stats) uint64 { return s.Rejected }},
+	{"crew_tasks_returned_total", "Accepted tasks StopNow took out of the queue unrun.", "counter", func(s crew.Stats) uint64 { return s.Returned }},
+	{"crew_tasks_running", "Tasks of the pool running.", "gauge", func(s crew.Stats) uint64 { return uint64(s.Running) }},
+	{"crew_tasks_skipped_total", "Accepted functions skipped because their context ended before they started.", "counter", func(s crew.Stats) uint64 { return s.Skipped }},
+	{"crew_tasks_waiting", "Tasks accepted by the pool that have not started.", "gauge", func(s crew.Stats) uint64 { return uint64(s.Waiting) }},
+	{"crew_workers_idle", "Workers of the pool alive and waiting for a task.", "gauge", func(s crew.Stats) uint64 { return uint64(s.Idle) }},
+	{"crew_workers_max", "Current worker limit of the pool.", "gauge", func(s crew.Stats) uint64 { return uint64(s.MaxWorkers) }},
 }
 
+// expected renders the gauges and counters of one pool name and snapshot in the text format,
+// leaving out the names in skip.
+func expected(pool string, s crew.Stats, skip ...string) *strings.Reader {
+	var b strings.Builder
+	for _, m := range series {
+		if slices.Contains(skip, m.name) {
+			continue
+		}
+		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s %s\n%s{pool=%q} %d\n", m.name, m.help, m.name, m.kind, m.name, pool, m.value(s))
+	}
+	return strings.NewReader(b.String())
+}
+
+// names returns the names of the gauges and counters, leaving out those in skip.
+func names(skip ...string) []string {
+	var ns []string
+	for _, m := range series {
+		if !slices.Contains(skip, m.name) {
+			ns = append(ns, m.name)
+		}
+	}
+	return ns
+}
+
+// TestCollectorExportsEveryStatsField walks crew.Stats by reflection and, for each field in
+// turn, scrapes a snapshot that has only that field set: some metric must report it, and no
+// metric may report two fields. A field added to Stats without a metric fails here.
 func TestCollectorExportsEveryStatsField(t *testing.T) {
-	s := crew.Stats{
-		MaxWorkers: 8, Running: 5, Idle: 2, Waiting: 13,
-		Accepted: 1001, Completed: 950, Panicked: 3, Rejected: 17, Canceled: 4,
+	crewtest.CheckEveryStatsField(t, func(s crew.Stats) map[string]float64 {
+		reg := prometheus.NewPedanticRegistry()
+		reg.MustRegister(prom.NewCollector("fields", fixedSource{s}))
+		values, err := gather(reg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return values
+	})
+}
+
+// TestCollectorReportsEveryFieldAfterKnownTraffic scrapes pools through a registry after
+// traffic that sets every counter but Skipped: returns, panics, a drop, a refusal, an ended
+// context, a caller-run, a pause and a StopNow.
+func TestCollectorReportsEveryFieldAfterKnownTraffic(t *testing.T) {
+	tr := crewtest.KnownTraffic(t)
+	drop, callerRuns := prom.NewCollector("dropping", tr.Dropping), prom.NewCollector("callerruns", tr.CallerRuns)
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(drop, callerRuns)
+	// Running and Idle are left out: how soon a worker that finished counts as idle is not
+	// part of Wait's contract.
+	skip := []string{"crew_tasks_running", "crew_workers_idle"}
+	if err := testutil.CollectAndCompare(drop, expected("dropping", tr.WantDropping, skip...), names(skip...)...); err != nil {
+		t.Fatalf("paused: %v", err)
 	}
-	c := prom.NewCollector("fixed", fixedSource{s})
-	if err := testutil.CollectAndCompare(c, expected("fixed", s)); err != nil {
+	if err := testutil.CollectAndCompare(callerRuns, expected("callerruns", tr.WantCallerRuns, skip...), names(skip...)...); err != nil {
+		t.Fatalf("caller-runs: %v", err)
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]uint64{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			if h := m.GetHistogram(); h != nil {
+				counts[mf.GetName()+"/"+m.GetLabel()[0].GetValue()] = h.GetSampleCount()
+			}
+		}
+	}
+	want := map[string]uint64{"crew_task_wait_seconds/dropping": tr.WaitCount, "crew_task_run_seconds/dropping": tr.RunCount}
+	if !reflect.DeepEqual(counts, want) {
+		t.Errorf("histogram counts %v, want %v", counts, want)
+	}
+	after := tr.StopNow()
+	if err := testutil.CollectAndCompare(drop, expected("dropping", after, skip...), names(skip...)...); err != nil {
+		t.Fatalf("after StopNow: %v", err)
+	}
+}
+
+// TestStatsFuncExportsAnyStatsSource exports the sum of two pools' Stats through a StatsFunc.
+func TestStatsFuncExportsAnyStatsSource(t *testing.T) {
+	sum := prom.StatsFunc(crewtest.SumOfTwo(t))
+	want := crew.Stats{MaxWorkers: 3, Accepted: 3, Completed: 3}
+	if err := testutil.CollectAndCompare(prom.NewCollector("sum", sum), expected("sum", want)); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -99,10 +168,13 @@ func TestCollectReadsOneSnapshotPerScrape(t *testing.T) {
 		if got := src.calls.Load(); got != int64(scrape) {
 			t.Fatalf("after %d scrapes: Stats called %d times, want %d", scrape, got, scrape)
 		}
-		if len(values) != 9 {
-			t.Fatalf("scrape %d: %d metric families, want 9", scrape, len(values))
+		if len(values) != len(series) {
+			t.Fatalf("scrape %d: %d metric families, want %d", scrape, len(values), len(series))
 		}
 		for name, v := range values {
+			if name == "crew_pool_paused" {
+				continue // a bool: the source reports false
+			}
 			if v != float64(scrape) {
 				t.Errorf("scrape %d: %s = %v, want %d", scrape, name, v, scrape)
 			}
@@ -110,8 +182,8 @@ func TestCollectReadsOneSnapshotPerScrape(t *testing.T) {
 	}
 }
 
-// gather scrapes g once and returns the value of each metric by name. g must hold one pool's
-// collector, so that each metric has one series.
+// gather scrapes g once and returns the value of each metric by name, a histogram's count
+// for a histogram. g must hold one pool's collector, so that each metric has one series.
 func gather(g prometheus.Gatherer) (map[string]float64, error) {
 	mfs, err := g.Gather()
 	if err != nil {
@@ -120,7 +192,8 @@ func gather(g prometheus.Gatherer) (map[string]float64, error) {
 	values := make(map[string]float64, len(mfs))
 	for _, mf := range mfs {
 		m := mf.GetMetric()[0]
-		values[mf.GetName()] = m.GetGauge().GetValue() + m.GetCounter().GetValue()
+		values[mf.GetName()] = m.GetGauge().GetValue() + m.GetCounter().GetValue() +
+			float64(m.GetHistogram().GetSampleCount())
 	}
 	return values, nil
 }
@@ -240,8 +313,8 @@ crew_workers_max{pool="func"} 3
 		"crew_tasks_completed_total", "crew_tasks_accepted_total", "crew_workers_max"); err != nil {
 		t.Fatal(err)
 	}
-	if got := testutil.CollectAndCount(c); got != 9 {
-		t.Fatalf("CollectAndCount = %d, want 9", got)
+	if got := testutil.CollectAndCount(c); got != len(series) {
+		t.Fatalf("CollectAndCount = %d, want %d", got, len(series))
 	}
 }
 
@@ -340,8 +413,8 @@ crew_tasks_rejected_total{pool="ctx"} 1
 // checkScrape returns an error if the scrape cur is not consistent in itself, or if a counter
 // in it is below its value in prev, the scrape before it (nil for none).
 func checkScrape(prev, cur map[string]float64) error {
-	if len(cur) != 9 {
-		return fmt.Errorf("%d metrics, want 9: %v", len(cur), cur)
+	if len(cur) != len(series) {
+		return fmt.Errorf("%d metrics, want %d: %v", len(cur), len(series), cur)
 	}
 	if done, sub := cur["crew_tasks_completed_total"]+cur["crew_tasks_panicked_total"], cur["crew_tasks_accepted_total"]; done > sub {
 		return fmt.Errorf("completed+panicked %v > submitted %v", done, sub)
