@@ -2,12 +2,14 @@ package crew_test
 
 import (
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/crewgo/crew"
+	"github.com/crewgo/crew/internal/histogram"
 )
 
 var benchWorkers = []int{1, 8, 1024}
@@ -223,6 +225,13 @@ func BenchmarkInvokeParallel(b *testing.B) {
 // with 1 µs sleeps: a pool of 10,000 workers, par submitters per GOMAXPROCS (b.SetParallelism)
 // each submitting a task that sleeps a microsecond, with nothing observed (observe=off),
 // WithLatencyHistograms (histograms), and WithHooks with Started and Finished set (hooks).
+//
+// observe=breakdown runs, in one benchmark, b.N tasks on the pool without histograms and b.N
+// on one with them, then what histograms need per task in isolation, on every processor at
+// once as the pool's workers run: three clock readings (a task's submit, start and end) and
+// two records (its wait and its run). It reports each per task in wall time, as ns/op is
+// (off-ns, hist-ns, clock-ns, record-ns), the extra cost of histograms beyond the clock and
+// the records (rest-ns: hist - off - clock - record), and extra/(clock+record) as x-obs.
 func BenchmarkSubmitWithHistograms(b *testing.B) {
 	noop := func(crew.TaskInfo) {}
 	observe := []struct {
@@ -237,23 +246,91 @@ func BenchmarkSubmitWithHistograms(b *testing.B) {
 		for _, o := range observe {
 			b.Run(fmt.Sprintf("par=%d/observe=%s", par, o.name), func(b *testing.B) {
 				b.ReportAllocs()
-				var ran atomic.Int64
-				task := func() {
-					time.Sleep(time.Microsecond)
-					ran.Add(1)
-				}
-				p := crew.New(10_000, o.opts...)
-				var sent atomic.Int64
-				b.SetParallelism(par)
-				submitParallel(b, p, task, &sent)
-				p.StopAndWait()
-				checkRan(b, &ran, int(sent.Load()))
-				if o.name == "histograms" {
-					if s := p.Stats(); s.RunTime.Count != uint64(sent.Load()) {
-						b.Fatalf("histogram counted %d of %d tasks", s.RunTime.Count, sent.Load())
-					}
-				}
+				sleepingPool(b, par, o.opts...)
 			})
 		}
+		b.Run(fmt.Sprintf("par=%d/observe=breakdown", par), func(b *testing.B) {
+			perTask := func(f func()) float64 {
+				start := time.Now()
+				f()
+				return float64(time.Since(start).Nanoseconds()) / float64(b.N)
+			}
+			off := perTask(func() { sleepingPool(b, par) })
+			hist := perTask(func() { sleepingPool(b, par, crew.WithLatencyHistograms()) })
+			clock := perTask(func() { onEveryProcessor(b.N, readClock) })
+			record := perTask(func() { onEveryProcessor(b.N, recordTwo) })
+			b.ReportMetric(off, "off-ns")
+			b.ReportMetric(hist, "hist-ns")
+			b.ReportMetric(clock, "clock-ns")
+			b.ReportMetric(record, "record-ns")
+			b.ReportMetric(hist-off-clock-record, "rest-ns")
+			b.ReportMetric((hist-off)/(clock+record), "x-obs")
+		})
+	}
+}
+
+// sleepingPool runs b.N tasks that sleep a microsecond on a pool of 10,000 workers built with
+// opts, from par submitters per processor, and checks that each ran (and, with histograms,
+// was counted).
+func sleepingPool(b *testing.B, par int, opts ...crew.Option) {
+	var ran, sent atomic.Int64
+	task := func() {
+		time.Sleep(time.Microsecond)
+		ran.Add(1)
+	}
+	p := crew.New(10_000, opts...)
+	b.SetParallelism(par)
+	submitParallel(b, p, task, &sent)
+	p.StopAndWait()
+	checkRan(b, &ran, int(sent.Load()))
+	if s := p.Stats(); s.RunTime != nil && s.RunTime.Count != uint64(sent.Load()) {
+		b.Fatalf("histogram counted %d of %d tasks", s.RunTime.Count, sent.Load())
+	}
+}
+
+// onEveryProcessor runs f(n/GOMAXPROCS) on GOMAXPROCS goroutines at once (f(n - the others'
+// share) on one of them) and waits for them.
+func onEveryProcessor(n int, f func(n int)) {
+	procs := runtime.GOMAXPROCS(0)
+	var wg sync.WaitGroup
+	for i := range procs {
+		share := n / procs
+		if i == 0 {
+			share += n % procs
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f(share)
+		}()
+	}
+	wg.Wait()
+}
+
+// clockSink keeps the clock readings of readClock alive.
+var clockSink atomic.Int64
+
+// readClock reads the clock three times for each of n tasks, as a pool with histograms does:
+// time.Since on a time with a monotonic reading, which reads the monotonic clock alone.
+func readClock(n int) {
+	epoch := time.Now()
+	var sum time.Duration
+	for range n {
+		sum += time.Since(epoch)
+		sum += time.Since(epoch)
+		sum += time.Since(epoch)
+	}
+	clockSink.Add(int64(sum))
+}
+
+// benchHistogram is what recordTwo records into, shared as a pool's histograms are.
+var benchHistogram = histogram.New()
+
+// recordTwo records two durations for each of n tasks, as a pool with histograms does: a
+// wait and a run, spread over a few buckets around the microsecond.
+func recordTwo(n int) {
+	for i := range n {
+		benchHistogram.Record(time.Duration(200 + i%512))
+		benchHistogram.Record(time.Duration(1100 + i%2048))
 	}
 }

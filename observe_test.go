@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"math"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -526,5 +527,43 @@ func TestDefaultPanicHandlerLogsOneFrameALine(t *testing.T) {
 	}
 	if !goroutine || !frame || strings.Contains(text, `\n`) {
 		t.Fatalf("stack not logged one frame a line:\n%s", text)
+	}
+}
+
+// TestQueuedTasksWaitTheirOwnTime: each task's wait runs from its own submit to its own start,
+// also for tasks queued behind others and taken one after another by a busy worker, the path
+// most tasks of a loaded pool take.
+func TestQueuedTasksWaitTheirOwnTime(t *testing.T) {
+	t.Parallel()
+	var clock manualClock
+	var mu sync.Mutex
+	var waits []time.Duration
+	p := crew.NewFunc(1, func(f func()) { f() }, crew.WithClock(clock.now), crew.WithLatencyHistograms(), crew.WithHooks(crew.Hooks{
+		Started: func(ti crew.TaskInfo) {
+			mu.Lock()
+			waits = append(waits, ti.Wait)
+			mu.Unlock()
+		},
+	}))
+	defer p.StopAndWait()
+	started, release := make(chan struct{}), make(chan struct{})
+	if err := p.Invoke(func() { close(started); <-release }); err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	for range 4 {
+		clock.advance(time.Millisecond)
+		if err := p.Invoke(func() {}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clock.advance(6 * time.Millisecond) // 10 ms after the first submit
+	close(release)
+	p.Wait()
+	want := []time.Duration{0, 9 * time.Millisecond, 8 * time.Millisecond, 7 * time.Millisecond, 6 * time.Millisecond}
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(waits, want) {
+		t.Fatalf("waits %v, want %v", waits, want)
 	}
 }

@@ -2,6 +2,7 @@ package histogram_test
 
 import (
 	"math"
+	"math/rand/v2"
 	"sync"
 	"testing"
 	"time"
@@ -59,6 +60,21 @@ func TestIndexPutsEachDurationInTheBucketWhoseBoundsHoldIt(t *testing.T) {
 		check(ns - 1)
 		check(ns)
 		check(ns + 1)
+	}
+	// Every power of two and the 32 steps between it and the next, with their neighbours: the
+	// edges of the slots Index looks up.
+	for l := range 63 {
+		for m := range int64(32) {
+			v := time.Duration(int64(1)<<l + m<<l/32)
+			check(v - 1)
+			check(v)
+			check(v + 1)
+		}
+	}
+	// And a million durations spread evenly over the powers of two.
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 1_000_000 {
+		check(time.Duration(math.Exp2(r.Float64() * 44)))
 	}
 }
 

@@ -24,6 +24,7 @@ func (e *Engine[T]) Submit(arg T, wait bool, done <-chan struct{}) Result {
 	var ok bool
 	if q := &e.queue.fifo; e.plain() && q.Len() > 0 && (e.cfg.QueueSize == 0 || q.Len() < e.cfg.QueueSize) {
 		q.Push(arg)
+		e.stamp()
 		e.accept()
 	} else if s, ok = e.route(arg, true); !ok {
 		if !wait || e.cfg.NonBlocking {

@@ -204,6 +204,7 @@ func (e *Engine[T]) next(w *worker[T], panicked bool) (T, bool) {
 		e.completed++
 		e.pending--
 		arg, _ := e.queue.fifo.Pop()
+		e.unstamp(w)
 		e.mu.Unlock()
 		return arg, true
 	}
@@ -290,9 +291,10 @@ func (e *Engine[T]) takeGuarded() (T, bool) {
 }
 
 // plain reports whether the engine uses no feature that changes how a task is queued or
-// started: no gate, weight, level or observer. Callers hold e.mu.
+// started: no gate, weight or level. An observer does not: the plain paths keep the submit
+// times beside the tasks themselves (stamp, unstamp). Callers hold e.mu.
 func (e *Engine[T]) plain() bool {
-	return e.sched|e.gated == 0 && e.queue.lv == nil && !e.timed
+	return e.sched|e.gated == 0 && e.queue.lv == nil
 }
 
 // leaving reports whether a worker that found no task to take should exit rather than park:

@@ -96,6 +96,22 @@ func (e *Engine[T]) clock() int64 {
 	return int64(e.cfg.Now().Sub(e.epoch))
 }
 
+// stamp queues the submit time of the task a submit's plain path has just queued (see
+// plain). Callers hold e.mu.
+func (e *Engine[T]) stamp() {
+	if e.timed {
+		e.stamps.Push(e.at)
+	}
+}
+
+// unstamp hands the submit time of the task next's plain path has just taken from the queue
+// to w, the worker that runs it. Callers hold e.mu.
+func (e *Engine[T]) unstamp(w *worker[T]) {
+	if e.timed {
+		w.since, _ = e.stamps.Pop()
+	}
+}
+
 // taken hands the submit time of a task a worker took from the queue to the worker.
 // Callers hold e.mu.
 func (e *Engine[T]) taken(w *worker[T]) {
