@@ -28,6 +28,15 @@
 // or completion order, pulling it lazily with bounded memory; [Batch] groups tiny values so
 // that each hand-off to a worker carries many.
 //
+// Profiler labels (runtime/pprof) follow the work, not the worker. A worker starts with no
+// labels, whichever goroutine's submit started it, and a plain task runs under none. A
+// function given with a context (the functions of a group, a [Results], [Map], [ForEach],
+// [MapSeq] and [MapSeqUnordered]) runs on a worker under the labels of the context its group
+// or call was made from, and the worker has none again once the function returns, panics or
+// calls runtime.Goexit; so work that a request labelled with pprof.Do hands to a pool shows
+// in profiles under the request's labels. A function that [CallerRuns] runs on its submitter
+// keeps the submitter's labels.
+//
 // # Lifecycle
 //
 // [Pool.Wait] waits for the tasks accepted so far and leaves the pool usable. [Pool.Stop]

@@ -24,6 +24,7 @@ type Group struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	all    bool // made by GroupAll: errors are collected and cancel nothing
+	labels bool // ctx carries pprof labels, which the functions run under: see labels.go
 	// running counts the functions accepted and not yet returned. It is not a sync.WaitGroup:
 	// Go may be called while Wait waits, and after Wait returned, and a WaitGroup allows
 	// neither (an Add from zero concurrent with Wait is a race, and a reuse before Wait has
@@ -70,6 +71,7 @@ func (p *Pool) GroupAll(ctx context.Context) (*Group, context.Context) {
 func (g *Group) init(p *Pool, ctx context.Context) context.Context {
 	g.p = p
 	g.ctx, g.cancel = context.WithCancelCause(ctx)
+	g.labels = hasLabels(ctx)
 	return g.ctx
 }
 
@@ -261,7 +263,14 @@ type groupTask struct {
 
 // A group's task is a reporter (see pool.go): its pool's engine recovers a panic or a
 // runtime.Goexit of fn and hands it to panicked or goexited, so run needs no guard.
-func (t *groupTask) run() { t.g.end(0, t.fn(t.g.ctx)) }
+func (t *groupTask) run() {
+	if t.g.labels {
+		defer labelled(t.g.ctx)()
+	}
+	t.runOnCaller()
+}
+
+func (t *groupTask) runOnCaller() { t.g.end(0, t.fn(t.g.ctx)) }
 
 func (t *groupTask) panicked(pe *PanicError) { t.g.end(0, pe) }
 
@@ -278,7 +287,14 @@ type numberedTask struct {
 	seq uint64
 }
 
-func (t *numberedTask) run() { t.g.end(t.seq, t.fn(t.g.ctx)) }
+func (t *numberedTask) run() {
+	if t.g.labels {
+		defer labelled(t.g.ctx)()
+	}
+	t.runOnCaller()
+}
+
+func (t *numberedTask) runOnCaller() { t.g.end(t.seq, t.fn(t.g.ctx)) }
 
 func (t *numberedTask) panicked(pe *PanicError) { t.g.end(t.seq, pe) }
 
@@ -369,6 +385,14 @@ type resultTask[R any] struct {
 
 // A result's task is a reporter (see pool.go), as a group's is.
 func (t *resultTask[R]) run() {
+	if t.g.labels {
+		defer labelled(t.g.ctx)()
+	}
+	t.runOnCaller()
+}
+
+// runOnCaller is run without the labels: a caller-run function keeps its submitter's.
+func (t *resultTask[R]) runOnCaller() {
 	v, err := t.fn(t.g.ctx)
 	if err == nil {
 		t.val = v

@@ -95,7 +95,15 @@ func (t *eachTask[T]) abort(err error) bool {
 func (t *eachTask[T]) uncount() { t.abort(errGoexit) }
 
 // A call's task is a reporter (see pool.go), as a group's is.
-func (t *eachTask[T]) run() { t.end(t.fn(t.g.ctx, t.v)) }
+func (t *eachTask[T]) run() {
+	if t.g.labels {
+		defer labelled(t.g.ctx)()
+	}
+	t.runOnCaller()
+}
+
+// runOnCaller is run without the labels: a caller-run function keeps its submitter's.
+func (t *eachTask[T]) runOnCaller() { t.end(t.fn(t.g.ctx, t.v)) }
 
 func (t *eachTask[T]) panicked(pe *PanicError) { t.end(pe) }
 

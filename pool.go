@@ -83,6 +83,7 @@ func New(maxWorkers int, opts ...Option) *Pool {
 	c := newConfig("New", maxWorkers, opts)
 	p := &Pool{}
 	ec := engineConfig(c, maxWorkers, runTask)
+	ec.RunInline = runTaskInline
 	reporting(&ec)
 	ec.Woke = p.wakeSubs
 	ec.Weight = taskWeight
@@ -236,6 +237,7 @@ func (p *Pool) Sub(maxWorkers int, opts ...Option) *Pool {
 	c.minWorkers = 0
 	child := &Pool{parent: p}
 	ec := engineConfig(c, maxWorkers, runTask)
+	ec.RunInline = runTaskInline
 	reporting(&ec)
 	ec.Weight = taskWeight
 	ec.Level = taskLevel

@@ -105,6 +105,7 @@ func rangeSeq[T, R any](ctx context.Context, p *Pool, in iter.Seq[T], fn func(co
 	}
 	s := &seqRun[T, R]{parent: ctx, p: p, fn: fn, ordered: ordered, limit: max(p.Stats().MaxWorkers, 1)}
 	s.ctx, s.cancel = context.WithCancelCause(ctx)
+	s.labels = hasLabels(ctx)
 	s.wake = make(chan struct{}, 1)
 	defer s.finish()
 	for v := range in {
@@ -129,7 +130,8 @@ type seqRun[T, R any] struct {
 	p       *Pool
 	fn      func(context.Context, T) (R, error)
 	ordered bool
-	limit   int // W
+	labels  bool // ctx carries pprof labels, which the calls run under: see labels.go
+	limit   int  // W
 
 	// Shared with the calls, under mu.
 	mu       sync.Mutex
@@ -169,6 +171,14 @@ func (t *seqTask[T, R]) abort(err error) bool {
 // A call's task is a reporter (see pool.go): its pool's engine recovers a panic or a
 // runtime.Goexit of fn and hands it to panicked or goexited.
 func (t *seqTask[T, R]) run() {
+	if t.s.labels {
+		defer labelled(t.s.ctx)()
+	}
+	t.runOnCaller()
+}
+
+// runOnCaller is run without the labels: a caller-run function keeps its submitter's.
+func (t *seqTask[T, R]) runOnCaller() {
 	t.r, t.err = t.s.fn(t.s.ctx, t.v)
 	t.end()
 }

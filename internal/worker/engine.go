@@ -96,6 +96,8 @@ type Config[T any] struct {
 	Reports  func(arg T) bool
 	Panicked func(arg T, v any, stack []byte) // required with Reports
 	Goexited func(arg T)                      // required with Reports
+	// RunInline, when set, runs a task on its submitter (Overflow CallerRuns) instead of Run.
+	RunInline func(T)
 	// Start, when set, replaces "go serve": it must arrange for Serve(first, since) to be
 	// called exactly once on some goroutine. It is called with the engine's lock held (see
 	// forward) and must not call back into this engine. Sub-pools use it to run their workers as tasks

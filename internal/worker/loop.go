@@ -36,6 +36,7 @@ func (e *Engine[T]) Serve(first T, since int64) {
 
 // parked is the body of a worker started idle.
 func (e *Engine[T]) parked(w *worker[T]) {
+	unlabel()
 	if arg, ok := e.wait(w); ok {
 		e.serveBegun(w, arg)
 	}
@@ -44,6 +45,7 @@ func (e *Engine[T]) parked(w *worker[T]) {
 
 // serve runs tasks until the worker exits. w is nil for a worker that must not park.
 func (e *Engine[T]) serve(w *worker[T], arg T) {
+	unlabel()
 	if e.begin(w, arg) {
 		e.serveBegun(w, arg)
 	} else if e.rest(w) {

@@ -1,6 +1,8 @@
 package worker
 
 import (
+	"context"
+	"runtime/pprof"
 	"time"
 
 	"github.com/crewgo/crew/internal/queue"
@@ -160,4 +162,14 @@ func (e *Engine[T]) discarded(arg T, since int64) {
 	if e.timed {
 		e.cfg.Observer.Discarded(arg, time.Duration(max(0, e.clock()-since)))
 	}
+}
+
+// unlabel clears the pprof labels of a goroutine the engine has just started: a worker or the
+// reaper. The go statement gives a new goroutine the labels of the one that ran it, here a
+// submitter, and a worker serves many submitters for a long time: with that submitter's
+// labels, a profile would put every task it runs down to the request that happened to start
+// it. It costs a call per goroutine started, nothing per task.
+// TestWorkerStartsWithoutItsSubmittersLabels guards it.
+func unlabel() {
+	pprof.SetGoroutineLabels(context.Background())
 }

@@ -182,6 +182,10 @@ func (e *Engine[T]) runOne(arg T) (v any, stack []byte, ok bool) {
 			stack = debug.Stack()
 		}
 	}()
-	e.cfg.Run(arg)
+	if e.cfg.RunInline != nil {
+		e.cfg.RunInline(arg)
+	} else {
+		e.cfg.Run(arg)
+	}
 	return nil, nil, true
 }

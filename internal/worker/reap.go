@@ -10,6 +10,7 @@ import "time"
 // workers are alive. So a pool whose idle workers have all gone back to work keeps the reaper
 // for up to one IdleTimeout more. TestReaperExitsOnceIdleWorkersAreTakenAgain guards it.
 func (e *Engine[T]) reap() {
+	unlabel()
 	timer := time.NewTimer(e.cfg.IdleTimeout)
 	defer timer.Stop()
 	for {
