@@ -24,7 +24,10 @@ type Group struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	all    bool // made by GroupAll: errors are collected and cancel nothing
-	labels bool // ctx carries pprof labels, which the functions run under: see labels.go
+	// labels: ctx carries pprof labels, which the functions run under (labels.go); enter is
+	// the pool's Context hook, or nil.
+	labels bool
+	enter  enter
 	// running counts the functions accepted and not yet returned. It is not a sync.WaitGroup:
 	// Go may be called while Wait waits, and after Wait returned, and a WaitGroup allows
 	// neither (an Add from zero concurrent with Wait is a race, and a reuse before Wait has
@@ -72,6 +75,7 @@ func (g *Group) init(p *Pool, ctx context.Context) context.Context {
 	g.p = p
 	g.ctx, g.cancel = context.WithCancelCause(ctx)
 	g.labels = hasLabels(ctx)
+	g.enter = p.core.obs.enter()
 	return g.ctx
 }
 
@@ -270,7 +274,7 @@ func (t *groupTask) run() {
 	t.runOnCaller()
 }
 
-func (t *groupTask) runOnCaller() { t.g.end(0, t.fn(t.g.ctx)) }
+func (t *groupTask) runOnCaller() { t.g.end(0, t.g.enter.call(t.g.ctx, t.fn)) }
 
 func (t *groupTask) panicked(pe *PanicError) { t.g.end(0, pe) }
 
@@ -294,7 +298,7 @@ func (t *numberedTask) run() {
 	t.runOnCaller()
 }
 
-func (t *numberedTask) runOnCaller() { t.g.end(t.seq, t.fn(t.g.ctx)) }
+func (t *numberedTask) runOnCaller() { t.g.end(t.seq, t.g.enter.call(t.g.ctx, t.fn)) }
 
 func (t *numberedTask) panicked(pe *PanicError) { t.g.end(t.seq, pe) }
 
@@ -393,11 +397,13 @@ func (t *resultTask[R]) run() {
 
 // runOnCaller is run without the labels: a caller-run function keeps its submitter's.
 func (t *resultTask[R]) runOnCaller() {
-	v, err := t.fn(t.g.ctx)
-	if err == nil {
-		t.val = v
-	}
-	t.g.end(0, err)
+	t.g.end(0, t.g.enter.call(t.g.ctx, func(ctx context.Context) error {
+		v, err := t.fn(ctx)
+		if err == nil {
+			t.val = v
+		}
+		return err
+	}))
 }
 
 func (t *resultTask[R]) panicked(pe *PanicError) { t.g.end(0, pe) }

@@ -103,7 +103,9 @@ func (t *eachTask[T]) run() {
 }
 
 // runOnCaller is run without the labels: a caller-run function keeps its submitter's.
-func (t *eachTask[T]) runOnCaller() { t.end(t.fn(t.g.ctx, t.v)) }
+func (t *eachTask[T]) runOnCaller() {
+	t.end(t.g.enter.call(t.g.ctx, func(ctx context.Context) error { return t.fn(ctx, t.v) }))
+}
 
 func (t *eachTask[T]) panicked(pe *PanicError) { t.end(pe) }
 

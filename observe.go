@@ -1,6 +1,8 @@
 package crew
 
 import (
+	"context"
+	"errors"
 	"time"
 
 	"github.com/crewgo/crew/internal/histogram"
@@ -54,6 +56,16 @@ type Hooks struct {
 	// queue unrun, on the submitting goroutine that caused it, with TaskInfo.Wait set to the
 	// time the task waited. Started and Finished are never called for it.
 	Discarded func(TaskInfo)
+	// Context is called for each function given with a context (the functions of a
+	// [Group], a [Results], [Map], [ForEach], [MapSeq] and [MapSeqUnordered]) on the
+	// goroutine that runs it, just before it runs, with the context it was to receive; the
+	// function receives the context Context returns instead (the one it was to receive if
+	// that is nil). end, unless nil, is called on that goroutine once the function has
+	// ended, with the error it returned, or with a non-nil error if it panicked or called
+	// runtime.Goexit. Plain tasks and the functions of [Go] carry no context and are not
+	// seen. A tracer uses it to start a span per function, a child of the span in the
+	// context the group or call was made from, that the function's own spans nest under.
+	Context func(ctx context.Context) (_ context.Context, end func(err error))
 }
 
 // TaskInfo describes one task to a hook ([Hooks]).
@@ -219,4 +231,69 @@ func snapshot(h *histogram.Histogram) *Histogram {
 		Count:   s.Count,
 		Sum:     s.Sum.Seconds(),
 	}
+}
+
+// enter is the Context hook of a pool, guarded, as a group or a stream calls its functions
+// through it; nil when the pool has none.
+type enter func(context.Context) (context.Context, func(error))
+
+// enter returns o's Context hook, guarded as the other hooks are: a panic of the hook or of
+// its end goes to the panic handler, and the function runs with the context it was to
+// receive. It returns nil when o has no Context hook.
+func (o *observer[T]) enter() enter {
+	if o == nil {
+		return nil
+	}
+	var hs []func(context.Context) (context.Context, func(error))
+	for i := range o.hooks {
+		if h := o.hooks[i].Context; h != nil {
+			hs = append(hs, h)
+		}
+	}
+	if len(hs) == 0 {
+		return nil
+	}
+	// Several WithHooks add up: each Context hook is given the context the one before it
+	// returned, and their ends are called in the reverse order, innermost first.
+	return func(ctx context.Context) (context.Context, func(error)) {
+		var ends []func(error)
+		for _, h := range hs {
+			var next context.Context
+			var end func(error)
+			o.guard(func() { next, end = h(ctx) })
+			if next != nil {
+				ctx = next
+			}
+			if end != nil {
+				ends = append(ends, end)
+			}
+		}
+		if len(ends) == 0 {
+			return ctx, nil
+		}
+		return ctx, func(err error) {
+			for i := len(ends) - 1; i >= 0; i-- {
+				o.guard(func() { ends[i](err) })
+			}
+		}
+	}
+}
+
+// errNotReturned is what a Context hook's end gets for a function that panicked or called
+// runtime.Goexit.
+var errNotReturned = errors.New("crew: the function panicked or called runtime.Goexit")
+
+// call runs fn with ctx, through e when it is set (see Hooks.Context).
+func (e enter) call(ctx context.Context, fn func(context.Context) error) error {
+	if e == nil {
+		return fn(ctx)
+	}
+	ctx, end := e(ctx)
+	if end == nil {
+		return fn(ctx)
+	}
+	err := errNotReturned
+	defer func() { end(err) }()
+	err = fn(ctx)
+	return err
 }

@@ -567,3 +567,130 @@ func TestQueuedTasksWaitTheirOwnTime(t *testing.T) {
 		t.Fatalf("waits %v, want %v", waits, want)
 	}
 }
+
+// hookKey is the context key of the value a Context hook adds.
+type hookKey struct{}
+
+// TestContextHookWrapsEachFunctionGivenWithAContext: Hooks.Context sees every function given
+// with a context, on every door, each function receives the context it returns, and end gets
+// each function's error, or a non-nil one for a panic or a Goexit; plain tasks are not seen.
+func TestContextHookWrapsEachFunctionGivenWithAContext(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var entered int
+	var ended []error
+	p := crew.New(2, crew.WithHooks(crew.Hooks{
+		Context: func(ctx context.Context) (context.Context, func(error)) {
+			mu.Lock()
+			entered++
+			mu.Unlock()
+			return context.WithValue(ctx, hookKey{}, "wrapped"), func(err error) {
+				mu.Lock()
+				ended = append(ended, err)
+				mu.Unlock()
+			}
+		},
+	}))
+	defer p.StopAndWait()
+	errPlanned := errors.New("planned")
+	check := func(ctx context.Context) error {
+		if ctx.Value(hookKey{}) != "wrapped" {
+			t.Error("a function did not receive the context the hook returned")
+		}
+		return nil
+	}
+	ctx := context.Background()
+	g, _ := p.Group(ctx)
+	g.Go(check)
+	g.Go(func(ctx context.Context) error { _ = check(ctx); return errPlanned })
+	if err := g.Wait(); !errors.Is(err, errPlanned) {
+		t.Fatalf("Group.Wait = %v", err)
+	}
+	ga, _ := p.GroupAll(ctx)
+	ga.Go(func(ctx context.Context) error { _ = check(ctx); panic("planned panic") })
+	ga.Go(func(ctx context.Context) error { _ = check(ctx); runtime.Goexit(); return nil })
+	if err := ga.Wait(); err == nil {
+		t.Fatal("GroupAll.Wait = nil, want the panic and the Goexit")
+	}
+	r, _ := crew.NewResults[int](ctx, p)
+	r.Go(func(ctx context.Context) (int, error) { return 1, check(ctx) })
+	if _, err := r.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	in := []int{1, 2}
+	if _, err := crew.Map(ctx, p, in, func(ctx context.Context, _ int) (int, error) { return 0, check(ctx) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := crew.ForEach(ctx, p, slices.Values(in), func(ctx context.Context, _ int) error { return check(ctx) }); err != nil {
+		t.Fatal(err)
+	}
+	for _, err := range crew.MapSeq(ctx, p, slices.Values(in), func(ctx context.Context, _ int) (int, error) { return 0, check(ctx) }) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Submit(func() {}); err != nil {
+		t.Fatal(err)
+	}
+	p.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	const functions = 11 // 2 + 2 + 1 + 2 + 2 + 2
+	if entered != functions || len(ended) != functions {
+		t.Fatalf("Context called %d times, end %d times; want %d each", entered, len(ended), functions)
+	}
+	var planned, failed int
+	for _, err := range ended {
+		switch {
+		case errors.Is(err, errPlanned):
+			planned++
+		case err != nil:
+			failed++
+		}
+	}
+	if planned != 1 || failed != 2 {
+		t.Fatalf("end got %v: want one planned error, two for a panic and a Goexit, and nil for the rest", ended)
+	}
+}
+
+// TestPanickingContextHookGoesToThePanicHandler: a Context hook that panics, or whose end
+// does, has its panic sent to the panic handler, and the function runs once, with the context
+// it was to receive.
+func TestPanickingContextHookGoesToThePanicHandler(t *testing.T) {
+	t.Parallel()
+	for _, where := range []string{"Context", "end"} {
+		t.Run(where, func(t *testing.T) {
+			panics := make(chan any, 2)
+			p := crew.New(1, crew.WithPanicHandler(func(v any, _ []byte) { panics <- v }),
+				crew.WithHooks(crew.Hooks{
+					Context: func(ctx context.Context) (context.Context, func(error)) {
+						if where == "Context" {
+							panic("hook panic")
+						}
+						return ctx, func(error) { panic("end panic") }
+					},
+				}))
+			defer p.StopAndWait()
+			ctx := context.WithValue(context.Background(), hookKey{}, "mine")
+			g, _ := p.Group(ctx)
+			var ran atomic.Int32
+			g.Go(func(ctx context.Context) error {
+				ran.Add(1)
+				if ctx.Value(hookKey{}) != "mine" {
+					t.Error("the function did not receive its own context")
+				}
+				return nil
+			})
+			if err := g.Wait(); err != nil {
+				t.Fatal(err)
+			}
+			if ran.Load() != 1 {
+				t.Fatalf("the function ran %d times", ran.Load())
+			}
+			want := map[string]string{"Context": "hook panic", "end": "end panic"}[where]
+			if v := <-panics; v != want {
+				t.Fatalf("panic handler got %v, want %q", v, want)
+			}
+		})
+	}
+}

@@ -106,6 +106,7 @@ func rangeSeq[T, R any](ctx context.Context, p *Pool, in iter.Seq[T], fn func(co
 	s := &seqRun[T, R]{parent: ctx, p: p, fn: fn, ordered: ordered, limit: max(p.Stats().MaxWorkers, 1)}
 	s.ctx, s.cancel = context.WithCancelCause(ctx)
 	s.labels = hasLabels(ctx)
+	s.enter = p.core.obs.enter()
 	s.wake = make(chan struct{}, 1)
 	defer s.finish()
 	for v := range in {
@@ -130,8 +131,11 @@ type seqRun[T, R any] struct {
 	p       *Pool
 	fn      func(context.Context, T) (R, error)
 	ordered bool
-	labels  bool // ctx carries pprof labels, which the calls run under: see labels.go
-	limit   int  // W
+	limit   int // W
+	// labels: ctx carries pprof labels, which the calls run under (labels.go); enter is p's
+	// Context hook, or nil.
+	labels bool
+	enter  enter
 
 	// Shared with the calls, under mu.
 	mu       sync.Mutex
@@ -179,7 +183,10 @@ func (t *seqTask[T, R]) run() {
 
 // runOnCaller is run without the labels: a caller-run function keeps its submitter's.
 func (t *seqTask[T, R]) runOnCaller() {
-	t.r, t.err = t.s.fn(t.s.ctx, t.v)
+	t.err = t.s.enter.call(t.s.ctx, func(ctx context.Context) (err error) {
+		t.r, err = t.s.fn(ctx, t.v)
+		return err
+	})
 	t.end()
 }
 

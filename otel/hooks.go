@@ -6,7 +6,10 @@ import (
 	"math"
 
 	"github.com/crewgo/crew"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // durationBuckets are the explicit bucket boundaries of the duration histograms, in seconds:
@@ -37,7 +40,7 @@ func Hooks(meter metric.Meter, name string, opts ...Option) (crew.Hooks, error) 
 	if meter == nil {
 		panic("crewotel: Hooks: meter must not be nil")
 	}
-	attrs := poolAttributes("Hooks", name, opts)
+	attrs, cfg := configure("Hooks", name, opts)
 	hist := func(name, desc string) (metric.Float64Histogram, error) {
 		return meter.Float64Histogram(name, metric.WithUnit("s"), metric.WithDescription(desc),
 			metric.WithExplicitBucketBoundaries(durationBuckets...))
@@ -49,8 +52,47 @@ func Hooks(meter metric.Meter, name string, opts ...Option) (crew.Hooks, error) 
 	}
 	set := metric.WithAttributeSet(attrs)
 	ctx := context.Background()
-	return crew.Hooks{
+	h := crew.Hooks{
 		Started:  func(ti crew.TaskInfo) { wait.Record(ctx, ti.Wait.Seconds(), set) },
 		Finished: func(ti crew.TaskInfo) { run.Record(ctx, ti.Run.Seconds(), set) },
-	}, nil
+	}
+	if cfg.tracer != nil {
+		h.Context = spans(cfg.tracer, attrs)
+	}
+	return h, nil
+}
+
+// WithSpans makes the hooks that [Hooks] returns start a span, named crew.task and with the
+// pool's attributes, for each function given with a context: the functions of a [crew.Group],
+// a [crew.Results], [crew.Map], [crew.ForEach], [crew.MapSeq] and [crew.MapSeqUnordered]. The
+// span is a child of the span in the context the group or call was made from, it is in the
+// context the function receives, so the spans the function starts are its children, and it
+// ends when the function does. An error the function returns, or a panic or
+// runtime.Goexit, is recorded on the span and sets its status to Error. Tracers come from tp,
+// with this package's import path as the instrumentation scope.
+//
+// Without WithSpans (the default) the hooks start no span. Plain tasks, typed pools' calls and
+// the functions of [crew.Go] carry no context and get no span. [Observe] and [Histograms]
+// ignore it. It panics if tp is nil.
+func WithSpans(tp trace.TracerProvider) Option {
+	if tp == nil {
+		panic("crewotel: WithSpans: tp must not be nil")
+	}
+	tracer := tp.Tracer("github.com/crewgo/crew/otel")
+	return func(c *config) { c.tracer = tracer }
+}
+
+// spans returns the Context hook that WithSpans sets.
+func spans(tracer trace.Tracer, attrs attribute.Set) func(context.Context) (context.Context, func(error)) {
+	opts := []trace.SpanStartOption{trace.WithAttributes(attrs.ToSlice()...)}
+	return func(ctx context.Context) (context.Context, func(error)) {
+		ctx, span := tracer.Start(ctx, "crew.task", opts...)
+		return ctx, func(err error) {
+			if err != nil {
+				span.RecordError(err)
+				span.SetStatus(codes.Error, err.Error())
+			}
+			span.End()
+		}
+	}
 }

@@ -51,6 +51,7 @@ import (
 	"github.com/crewgo/crew"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // StatsSource is anything that reports a [crew.Stats] snapshot. *crew.Pool and
@@ -71,7 +72,8 @@ func (f StatsFunc) Stats() crew.Stats { return f() }
 type Option func(*config)
 
 type config struct {
-	attrs []attribute.KeyValue
+	attrs  []attribute.KeyValue
+	tracer trace.Tracer // WithSpans
 }
 
 // WithAttributes adds attributes to every observation of the pool, for example the service or
@@ -219,6 +221,13 @@ func counterValue(n uint64) int64 {
 // poolAttributes applies opts and returns the attribute set of the pool named name. It panics,
 // naming call, if the options set the "pool" attribute themselves.
 func poolAttributes(call, name string, opts []Option) attribute.Set {
+	set, _ := configure(call, name, opts)
+	return set
+}
+
+// configure applies opts and returns the attribute set of the pool named name, and the
+// configuration. It panics, naming call, if the options set the "pool" attribute themselves.
+func configure(call, name string, opts []Option) (attribute.Set, config) {
 	var cfg config
 	for _, o := range opts {
 		o(&cfg)
@@ -228,5 +237,5 @@ func poolAttributes(call, name string, opts []Option) attribute.Set {
 			panic("crewotel: " + call + `: WithAttributes must not set the "pool" attribute`)
 		}
 	}
-	return attribute.NewSet(append([]attribute.KeyValue{attribute.String("pool", name)}, cfg.attrs...)...)
+	return attribute.NewSet(append([]attribute.KeyValue{attribute.String("pool", name)}, cfg.attrs...)...), cfg
 }
