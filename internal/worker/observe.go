@@ -13,14 +13,17 @@ import (
 // with no lock held.
 //
 // The submit time of each queued task waits in stamps, a queue of clock readings pushed and
-// popped in lockstep with the task queue (route and dequeue), so the task values stay as they
-// are and a typed pool still allocates nothing per task. A task handed straight to a worker
+// popped in lockstep with the task queue (route and dequeue, and the plain paths of Submit and
+// next: stamp and unstamp), so the task values stay as they are and a typed pool still
+// allocates nothing per task. A task handed straight to a worker
 // was submitted at the handing (route). Whoever takes a task from the queue leaves its stamp
 // in handing, under the lock, and the start hands it to the worker that runs the task: in
 // w.since for a parked or new worker (handOut, launch), through Config.Start for a sub-pool's
 // worker, and through taken for a worker that takes its next task itself. Without an
 // Observer, none of this happens: timed is false, stamps stays empty, and the worker loop is
-// the plain one.
+// the plain one. An observed engine takes the same plain paths through Submit and next as one
+// without (measurements.md, "Observing"); TestQueuedTasksWaitTheirOwnTime guards the stamps
+// there.
 
 // Observer is told of each task's start and end. Its methods run on the worker, with no lock
 // of the engine held; a method that panics unwinds into the worker's recovery as a task's
