@@ -525,7 +525,15 @@ func FuzzSubPoolOperations(f *testing.F) {
 				fp.p.SetRateLimit(r.perSecond, r.burst)
 			case opSubStopNow:
 				// StopNow takes out what has not started, of fp and its sub-pools; each was
-				// accepted, has not run and never will.
+				// accepted, has not run and never will. It stops as Stop does, which resumes:
+				// a task handed to a worker before a pause, not yet begun, may start during
+				// the call, and so may the task a sub-pool's worker it carried relays to.
+				fp.paused.Store(false)
+				if i == 0 {
+					for _, sub := range pools[1:] {
+						sub.paused.Store(false)
+					}
+				}
 				got := fp.p.StopNow()
 				for _, f := range got {
 					id := funcID(f)

@@ -359,8 +359,10 @@ func TestExitedWaitsForHeldSubPoolsForward(t *testing.T) {
 		MaxWorkers:   1,
 		PanicHandler: noPanic,
 		Start: func(first int, since int64, _ bool) {
-			<-gate // the sub-pool's worker reaches the parent late, after it stopped
-			parent.Forward(func() { child.Serve(first, since) })
+			go func() {
+				<-gate // the sub-pool's worker reaches the parent late, after it stopped
+				parent.Forward(func() { child.Serve(first, since) })
+			}()
 		},
 		Exited: parent.Release,
 	})
