@@ -98,8 +98,8 @@ func (e *Engine[T]) accept() {
 
 // Back-pressure on an unbounded queue. A submitter that runs far ahead of the workers gains
 // nothing: the tasks wait either way. But the backlog costs: every garbage collection scans
-// it, so a long queue slows down every task that allocates (TaskQ's JSON workload ran 30%
-// slower than with a 1024-slot channel). So while crowdedPerWorker or more tasks per live
+// it, so a long queue slows down every task that allocates (TaskQ's JSON workload ran slower
+// than with a 1024-slot channel: measurements.md has the figures). So while crowdedPerWorker or more tasks per live
 // worker, and at least crowdedFloor tasks, wait, every submit yields its processor with
 // runtime.Gosched. That is not blocking (Submit promises to block only on a full bounded
 // queue): the submitter goes on as soon as the scheduler gets back to it, which on a machine
@@ -110,8 +110,8 @@ func (e *Engine[T]) accept() {
 //
 // The threshold counts the workers alive, not the limit. A pool of CPU-bound tasks keeps few
 // workers alive whatever its limit: the waking gate starts them one at a time, and each new
-// one waits for a processor behind the busy ones (ultrapool's AES-CBC workload ran on 100 to
-// 160 of its 10,000 allowed workers, behind a queue of up to 150,000 tasks). A pool whose
+// one waits for a processor behind the busy ones (ultrapool's AES-CBC workload ran on a
+// hundred or so of its 10,000 allowed workers, behind a long queue). A pool whose
 // workers sleep has many alive, and its threshold rises with them: there the submitter's
 // speed is what keeps the workers busy, and a yielding submitter would wait behind every
 // worker its timer woke.
@@ -119,12 +119,12 @@ func (e *Engine[T]) accept() {
 // A yield throttles only a submitter that comes back to submit more. Where the backlog is
 // built by many goroutines that submit once each (pond's 1Mu-1t: a million goroutines, one
 // task each), it throttles nobody and sends each of them through the scheduler a second time:
-// without a cap, that workload took 1.4 s instead of 0.8 s. So at most crowdedYielders
+// without a cap, that workload took far longer. So at most crowdedYielders
 // submitters yield at once, and the others go on without yielding. That many covers the
 // looping submitters of the workloads measured (ultrapool's 200) and spares the one-shot
 // ones. A cap of the live workers' number (at least 64) spared 1Mu-1t too, but left most of
-// ultrapool's 200 submitters unthrottled: AES-CBC on 1 kB with FuncPool went back to 56%
-// slower than with no cap.
+// ultrapool's 200 submitters unthrottled: AES-CBC on 1 kB with FuncPool went back to being as
+// slow as with no yield at all (measurements.md).
 //
 // TestSubmitYieldsWhenFarAhead, TestCrowdedThreshold and TestCrowdedYieldersAreCapped guard
 // this; BenchmarkTaskQ's json task, BenchmarkUltrapool's AES-CBC tasks and BenchmarkPond's

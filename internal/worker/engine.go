@@ -180,10 +180,10 @@ type Engine[T any] struct {
 	// next line and shares it with the queue; the line after holds the counters and limits a
 	// plain submit or task end reads or writes, and the one after that timed, stopped, waking
 	// and the idle and blocked lists. With mu among the counters or alone on its line,
-	// ultrapool's 1 µs sleeps took 5% to 7% longer; with mu and the queue but the counters
-	// spread over three more lines, one submitter of tiny tasks (BenchmarkSubmit, 8 and 1024
-	// workers) took 9% to 14% longer. Why mu and the queue want one line is not understood
-	// (measurements.md, "Where the engine's fields sit"). TestEngineFieldsKeepTheirPlaces
+	// ultrapool's 1 µs sleeps took longer; with mu and the queue but the counters spread over
+	// three more lines, one submitter of tiny tasks took longer. Why mu and the queue want one
+	// line is not understood; the figures are in measurements.md, "Where the engine's fields
+	// sit". TestEngineFieldsKeepTheirPlaces
 	// guards the order; BenchmarkSleepingTasks and BenchmarkSubmit both judge a new field's
 	// place.
 	cfg Config[T]
@@ -235,7 +235,7 @@ type Engine[T any] struct {
 	// yielding counts the submitters inside crowded's yield. It is raised under mu, when
 	// crowded has said yes, and lowered without it once the yield returns. Being written
 	// without the lock, it has the last cache line to itself: next to timed, which every
-	// submit and every task's end read, it cost 2% with 200 submitters.
+	// submit and every task's end read, it cost time with 200 submitters (measurements.md).
 	_        [64]byte
 	yielding atomic.Int32
 }

@@ -19,9 +19,9 @@ var yield = runtime.Gosched
 // users, each submitting a 10 ms task every 10 ms) the waiter takes far longer to get a
 // processor than the lock is ever held, so the lock sits owned by a goroutine that is not
 // running while every submitter and worker queues behind it; each of them then waits more
-// than a millisecond too, which keeps the mutex in starvation mode. That workload took 1.3 to
-// 1.6 s in some runs and 2.3 to 3.3 s in others, with lock handoffs the difference between
-// the profiles.
+// than a millisecond too, which keeps the mutex in starvation mode. Some runs of that workload
+// took about twice as long as others, with lock handoffs the difference between the profiles
+// (measurements.md).
 //
 // So lock tries the mutex, and while it is taken yields the processor and tries again, up to
 // lockYields times. The holder keeps the lock for tens of nanoseconds, so it is usually free

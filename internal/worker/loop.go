@@ -195,10 +195,10 @@ func (e *Engine[T]) handlePanic(v any, stack []byte) {
 // ended hands its slot to the oldest queued one, so running stays as it is, and pending,
 // which counts both, stays above 0: nothing waits on quiet or drained, and finish, take and
 // dequeue have nothing to add. Every task but a worker's first passes here, under the lock
-// the submitter waits for; the general path cost a worker 32.6 ns per task against 29.1 for
-// this one with nobody contending (BenchmarkUncontended, side=drain), and with one submitter
-// and eight workers Submit took 30% longer (measurements.md, "The worker's and the
-// submitter's plain case").
+// the submitter waits for; the general path cost a worker more per task with nobody
+// contending, and with one submitter and eight workers Submit took markedly longer
+// (measurements.md, "The worker's and the submitter's plain case"). The engine fuzzers run
+// every sequence with and without this case (Config.Guarded).
 func (e *Engine[T]) next(w *worker[T], panicked bool) (T, bool) {
 	e.lock()
 	if !panicked && e.plain() && e.blocked.head == nil && e.queue.fifo.Len() > 0 &&
@@ -317,8 +317,8 @@ var lingerYield = runtime.Gosched
 // A parked worker costs its submitter a wake-up and itself a park, and the worker that is
 // woken takes the lock once more in begin. Where tasks are tiny and arrive from many
 // goroutines at once (pond's 1Mu-1t: a million goroutines submitting one rand.Float64 each to
-// 200,000 workers), that is most of the work: 43% of the tasks went through a wake-up and a
-// park, and a goroutine per task was 15-24% faster. The yield lets the goroutines waiting for
+// 200,000 workers), that is most of the work: a large share of the tasks went through a
+// wake-up and a park, and a goroutine per task was faster (measurements.md). The yield lets the goroutines waiting for
 // this processor (the submitters, there) run first, and their tasks queue up for the worker,
 // which then runs them one after another. With nothing else to run, the yield returns at once
 // and the worker parks as before.

@@ -7,8 +7,8 @@ package worker
 // A spawn's w is nil unless the engine observes tasks: it is then the new worker, made under
 // the lock to carry the task's submit time (see observe.go). The submit time is not a field
 // of launch itself: route returns a launch on every submit, and with a fifth word the struct
-// was copied through the stack; BenchmarkSubmit/workers=8 took 30% longer (measurements.md,
-// "Back to speed after the capabilities").
+// was copied through the stack and Submit took markedly longer (measurements.md, "Back to
+// speed after the capabilities"). The bools share a word, so forwarded adds none.
 type launch[T any] struct {
 	w         *worker[T]
 	spawn     bool
