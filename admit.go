@@ -33,16 +33,17 @@ func (c *core[T]) submitContext(ctx context.Context, arg T) error {
 // queue if wait is set, until ctx (which may be nil) ends. With hooks, Queued is called
 // before the offer and Rejected after a refusal.
 func (c *core[T]) admit(arg T, wait bool, ctx context.Context) worker.Result {
-	// The common case, no hooks, no context and no WithContext to watch, goes straight to the
-	// engine: small enough to be inlined into submit, it keeps Submit and Invoke one call
-	// from the engine, as before there was one door.
-	if c.obs != nil || ctx != nil || len(c.watches) != 0 {
+	// The common case, no hooks, no context, no WithContext to watch and no limit following
+	// GOMAXPROCS, goes straight to the engine: small enough to be inlined into submit, it
+	// keeps Submit and Invoke one call from the engine, as before there was one door.
+	if c.obs != nil || ctx != nil || len(c.watches) != 0 || c.sizing.follow.Load() {
 		return c.admitGuarded(arg, wait, ctx)
 	}
 	return c.e.Submit(arg, wait, nil)
 }
 
-// admitGuarded is admit with hooks, a context or watched contexts.
+// admitGuarded is admit with hooks, a context, watched contexts or a limit following
+// GOMAXPROCS.
 func (c *core[T]) admitGuarded(arg T, wait bool, ctx context.Context) worker.Result {
 	if c.obs != nil {
 		return c.admitObserved(arg, wait, ctx)
@@ -89,7 +90,8 @@ func (c *core[T]) rejected(err error) {
 	}
 }
 
-// offer hands arg to the engine, unless the pool's or a watched context has ended.
+// offer hands arg to the engine, unless the pool's or a watched context has ended. Under CPUs
+// it arms the reading of GOMAXPROCS (poke).
 func (c *core[T]) offer(arg T, wait bool, ctx context.Context) worker.Result {
 	var done <-chan struct{}
 	if ctx != nil {
@@ -104,6 +106,7 @@ func (c *core[T]) offer(arg T, wait bool, ctx context.Context) worker.Result {
 	if c.ended() {
 		return worker.Stopped
 	}
+	c.poke()
 	return c.e.Submit(arg, wait, done)
 }
 

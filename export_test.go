@@ -11,6 +11,10 @@ func WithClock(now func() time.Time) Option {
 // it dismissed.
 func ReapIdle(p *Pool, now time.Time) int { return p.core.e.ReapIdle(now) }
 
+// OnLimit makes p's adaptive limit call f with each limit it chooses, before it applies it.
+// Call it before submitting.
+func OnLimit(p *Pool, f func(n int)) { p.core.onLimit = f }
+
 // BlockedSubmitters returns how many submitters wait for room in p's full queue.
 func BlockedSubmitters(p *Pool) int { return p.core.e.BlockedSubmitters() }
 

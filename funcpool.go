@@ -17,15 +17,15 @@ type FuncPool[T any] struct {
 }
 
 // NewFunc returns a pool that calls fn with each argument passed to [FuncPool.Invoke], at
-// most maxWorkers calls at a time. It panics if maxWorkers is less than 1, fn is nil, or an
-// option is out of range. The limit is chosen as for [New].
+// most maxWorkers calls at a time. It panics if maxWorkers is less than 1 (other than
+// [CPUs]), fn is nil, or an option is out of range. The limit is chosen as for [New].
 func NewFunc[T any](maxWorkers int, fn func(T), opts ...Option) *FuncPool[T] {
 	c := newConfig("NewFunc", maxWorkers, opts)
 	if fn == nil {
 		panic("crew: NewFunc: fn must not be nil")
 	}
 	p := &FuncPool[T]{}
-	p.core.init(c, engineConfig(c, maxWorkers, fn), nil, func() { p.core.e.Stop() }, nil)
+	p.core.init(c, engineConfig(c, fn), nil, p.core.halt, nil)
 	return p
 }
 
@@ -67,7 +67,7 @@ func (p *FuncPool[T]) Wait() {
 // See [Pool.Stop].
 func (p *FuncPool[T]) Stop() {
 	checkFuncPool(p, "Stop")
-	p.core.e.Stop()
+	p.core.halt()
 	p.core.unhook()
 }
 

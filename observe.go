@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/crewgo/crew/internal/adaptive"
 	"github.com/crewgo/crew/internal/histogram"
 )
 
@@ -123,11 +124,12 @@ type observer[T any] struct {
 	hooks     []Hooks
 	wait, run *histogram.Histogram // nil without WithLatencyHistograms
 	handler   func(v any, stack []byte)
-	skip      func(T) bool // tasks not observed, or nil
+	skip      func(T) bool    // tasks not observed, or nil
+	limit     *adaptive.Limit // WithAdaptiveLimit's, told each run time; nil without it
 }
 
 func newObserver[T any](c config, skip func(T) bool) *observer[T] {
-	if len(c.hooks) == 0 && !c.histograms {
+	if len(c.hooks) == 0 && !c.histograms && c.adaptiveMin == 0 {
 		return nil
 	}
 	o := &observer[T]{hooks: c.hooks, handler: c.panicHandler, skip: skip}
@@ -160,6 +162,9 @@ func (o *observer[T]) start(wait time.Duration) {
 func (o *observer[T]) Finished(wait, run time.Duration, panicked bool) {
 	if o.run != nil {
 		o.run.Record(run)
+	}
+	if o.limit != nil && !panicked {
+		o.limit.Observe(run)
 	}
 	for i := range o.hooks {
 		o.call(o.hooks[i].Finished, TaskInfo{Wait: wait, Run: run, Panicked: panicked})

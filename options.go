@@ -30,6 +30,9 @@ type config struct {
 	overload                      // overflow.go and rate.go
 	priority     int              // WithPriority's level
 	prioritySet  bool             // WithPriority was given
+	adaptiveMin  int              // WithAdaptiveLimit's min; 0: a fixed limit
+	maxWorkers   int              // the limit New or Sub was given, GOMAXPROCS for CPUs
+	cpus         bool             // the limit follows GOMAXPROCS (CPUs)
 }
 
 func newConfig(caller string, maxWorkers int, opts []Option) config {
@@ -37,11 +40,12 @@ func newConfig(caller string, maxWorkers int, opts []Option) config {
 		caller, maxWorkers, opts)
 }
 
-// newConfigFrom applies opts to c, which holds the defaults, and checks the result.
+// newConfigFrom applies opts to c, which holds the defaults, and checks the result. maxWorkers
+// may be CPUs: c.maxWorkers is then GOMAXPROCS.
 func newConfigFrom(c config, caller string, maxWorkers int, opts []Option) config {
-	if maxWorkers < 1 {
-		panic(fmt.Sprintf("crew: %s: maxWorkers must be >= 1, got %d", caller, maxWorkers))
-	}
+	c.cpus = maxWorkers == CPUs
+	maxWorkers = workersFor(caller, maxWorkers)
+	c.maxWorkers = maxWorkers
 	for _, opt := range opts {
 		if opt != nil {
 			opt(&c)
@@ -53,14 +57,14 @@ func newConfigFrom(c config, caller string, maxWorkers int, opts []Option) confi
 	return c
 }
 
-func engineConfig[T any](c config, maxWorkers int, run func(T)) worker.Config[T] {
+func engineConfig[T any](c config, run func(T)) worker.Config[T] {
 	idleTimeout := c.idleTimeout
 	if idleTimeout == NoIdleTimeout {
 		idleTimeout = -1 // the engine's "never": it starts no reaper at all
 	}
 	return worker.Config[T]{
 		Run:          run,
-		MaxWorkers:   maxWorkers,
+		MaxWorkers:   c.maxWorkers,
 		MinWorkers:   c.minWorkers,
 		QueueSize:    c.queueSize,
 		NonBlocking:  c.nonBlocking,

@@ -2,11 +2,11 @@ package crew
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"sync"
 	"time"
 
+	"github.com/crewgo/crew/internal/adaptive"
 	"github.com/crewgo/crew/internal/worker"
 )
 
@@ -73,16 +73,17 @@ func reporting(ec *worker.Config[task]) {
 }
 
 // New returns a pool that runs at most maxWorkers tasks at a time. It panics if maxWorkers is
-// less than 1 or an option is out of range. Workers start lazily, except the ones
-// [WithMinWorkers] asks for.
+// less than 1 (other than [CPUs]) or an option is out of range. Workers start lazily, except
+// the ones [WithMinWorkers] asks for.
 //
 // For tasks that compute rather than wait, a limit near runtime.GOMAXPROCS(0) is fastest:
-// workers beyond the processors only take turns on them. Tasks that wait (on the network, a
-// disk, a timer) want a limit as high as the resource they wait on allows.
+// workers beyond the processors only take turns on them; [CPUs] keeps the limit there. Tasks
+// that wait (on the network, a disk, a timer) want a limit as high as the resource they wait
+// on allows; [WithAdaptiveLimit] finds it from their run times.
 func New(maxWorkers int, opts ...Option) *Pool {
 	c := newConfig("New", maxWorkers, opts)
 	p := &Pool{}
-	ec := engineConfig(c, maxWorkers, runTask)
+	ec := engineConfig(c, runTask)
 	ec.RunInline = runTaskInline
 	reporting(&ec)
 	ec.Woke = p.wakeSubs
@@ -168,7 +169,7 @@ func (p *Pool) Stop() {
 // return while a sub-pool the other is about to stop still accepts tasks
 // (TestStopReturnsAfterSubPoolsAreStopped).
 func (p *Pool) halt() {
-	p.core.e.Stop()
+	p.core.halt()
 	for _, c := range p.subs() {
 		c.Stop()
 	}
@@ -197,8 +198,10 @@ func (p *Pool) Shutdown(ctx context.Context) error {
 // tasks. From its return [Pool.Stats] reports the new limit and no task starts while that
 // many or more run. Growing starts queued tasks at once. Shrinking makes idle workers above
 // the limit exit; tasks already running finish, so Running may exceed the new limit until
-// they do. No task is lost or run twice. Resize is safe to call from a task. It panics if
-// maxWorkers is less than 1.
+// they do. No task is lost or run twice. Resize is safe to call from a task. [CPUs] makes the
+// limit follow runtime.GOMAXPROCS(0); on a pool made with [WithAdaptiveLimit], Resize sets
+// the ceiling the adaptive limit moves under. It panics if maxWorkers is less than 1 (other
+// than CPUs).
 func (p *Pool) Resize(maxWorkers int) {
 	checkPool(p, "Resize")
 	p.core.resize(maxWorkers)
@@ -216,12 +219,13 @@ func (p *Pool) Stats() Stats {
 // sub-pool's own. A sub-pool has the full [Pool] API: it can be resized, stopped (which
 // leaves p and its other sub-pools working) and have sub-pools of its own. Stopping p stops
 // its sub-pools; their accepted tasks still run, and p's [Pool.StopAndWait] and
-// [Pool.Shutdown] wait for them. It panics if maxWorkers is less than 1 or an option is out
-// of range.
+// [Pool.Shutdown] wait for them. maxWorkers may be [CPUs]. It panics if maxWorkers is less
+// than 1 (other than CPUs) or an option is out of range.
 //
 // By default a sub-pool has p's panic handler and an unbounded queue. opts may bound its
 // queue ([WithQueueSize], [WithNonBlocking]), give it a panic handler of its own
-// ([WithPanicHandler]) or tie it to a context ([WithContext]); [WithMinWorkers] and
+// ([WithPanicHandler]), tie it to a context ([WithContext]) or let it choose its limit
+// ([WithAdaptiveLimit], not inherited); [WithMinWorkers] and
 // [WithIdleTimeout] have no effect on it, since its workers are p's.
 //
 // A sub-pool's worker is a task of p that runs the sub-pool's queued tasks one after another
@@ -232,11 +236,11 @@ func (p *Pool) Sub(maxWorkers int, opts ...Option) *Pool {
 	base.queueSize, base.nonBlocking, base.minWorkers, base.ctx = 0, false, 0, nil
 	base.hooks, base.histograms = nil, false
 	base.clearOverload()
-	base.priority = 0
+	base.priority, base.adaptiveMin = 0, 0
 	c := newConfigFrom(base, "Sub", maxWorkers, opts)
 	c.minWorkers = 0
 	child := &Pool{parent: p}
-	ec := engineConfig(c, maxWorkers, runTask)
+	ec := engineConfig(c, runTask)
 	ec.RunInline = runTaskInline
 	reporting(&ec)
 	ec.Weight = taskWeight
@@ -244,6 +248,7 @@ func (p *Pool) Sub(maxWorkers int, opts ...Option) *Pool {
 	level := c.priority
 	ec.Turn = turnIn(p.core.e, level)
 	ec.Start = func(first task, since int64, ahead bool) {
+		p.core.poke()
 		w := &subWorker{e: child.core.e, pool: child, first: first, since: since, n: taskWeight(first), level: level, parent: p.core.e}
 		if ahead {
 			p.core.e.ForwardAhead(w)
@@ -322,8 +327,11 @@ type core[T any] struct {
 	// watches are the WithContext contexts that the pool's submits check: its own, and for a
 	// sub-pool those of the pools above it. Usually none or one.
 	watches []ctxWatch
-	stopCtx func() bool  // unregisters the WithContext hook
-	obs     *observer[T] // WithHooks, WithLatencyHistograms; nil without them
+	stopCtx func() bool     // unregisters the WithContext hook
+	obs     *observer[T]    // WithHooks, WithLatencyHistograms, WithAdaptiveLimit; nil without them
+	sizing  sizing          // Resize and CPUs: see sizing.go
+	limit   *adaptive.Limit // WithAdaptiveLimit's; nil without it
+	onLimit func(n int)     // tests: told of each limit the adaptive limit sets
 }
 
 // ctxWatch is a WithContext context: done is its Done channel, and halt stops the pool it
@@ -361,6 +369,11 @@ func (c *core[T]) init(cfg config, ec worker.Config[T], above []ctxWatch, halt f
 		ec.Observer = c.obs
 	}
 	c.e = worker.New(ec)
+	if cfg.adaptiveMin > 0 {
+		c.limit = newLimit(cfg, ec.MaxWorkers, c.resizeLimit, func() int { return c.e.Counters().Running })
+		c.obs.limit = c.limit
+	}
+	c.sizing.init(c.setLimit, cfg.now, cfg.cpus, ec.MaxWorkers)
 	if cfg.rateSet {
 		c.e.SetRate(cfg.ratePerSecond, cfg.rateBurst)
 	}
@@ -386,6 +399,7 @@ func (c *core[T]) unhook() {
 
 // stats returns the engine's counters and the histograms as Stats.
 func (c *core[T]) stats() Stats {
+	c.sizing.check()
 	s := statsOf(c.e.Counters())
 	c.obs.histograms(&s)
 	return s
@@ -418,12 +432,7 @@ func (c *core[T]) shutdown(ctx context.Context, stop func()) error {
 	}
 }
 
-func (c *core[T]) resize(maxWorkers int) {
-	if maxWorkers < 1 {
-		panic(fmt.Sprintf("crew: Resize: maxWorkers must be >= 1, got %d", maxWorkers))
-	}
-	c.e.Resize(maxWorkers)
-}
+func (c *core[T]) resize(maxWorkers int) { c.sizing.resize(maxWorkers) }
 
 // Stopped reports whether the pool has stopped accepting tasks: after [Pool.Stop],
 // [Pool.StopAndWait] or [Pool.Shutdown], its parent's Stop, or the end of the [WithContext]

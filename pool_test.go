@@ -20,9 +20,11 @@ func TestBadInputPanicsWithClearMessage(t *testing.T) {
 		call      func()
 		wantPanic string
 	}{
-		{"New(0)", func() { crew.New(0) }, "crew: New: maxWorkers must be >= 1, got 0"},
-		{"New(-3)", func() { crew.New(-3) }, "crew: New: maxWorkers must be >= 1, got -3"},
-		{"NewFunc(0)", func() { crew.NewFunc(0, func(int) {}) }, "crew: NewFunc: maxWorkers must be >= 1, got 0"},
+		{"New(0)", func() { crew.New(0) }, "crew: New: maxWorkers must be >= 1 or CPUs, got 0"},
+		{"New(-3)", func() { crew.New(-3) }, "crew: New: maxWorkers must be >= 1 or CPUs, got -3"},
+		{"New(-2)", func() { crew.New(-2) }, "crew: New: maxWorkers must be >= 1 or CPUs, got -2"},
+		{"WithAdaptiveLimit(0)", func() { crew.WithAdaptiveLimit(0) }, "crew: WithAdaptiveLimit: min must be >= 1, got 0"},
+		{"NewFunc(0)", func() { crew.NewFunc(0, func(int) {}) }, "crew: NewFunc: maxWorkers must be >= 1 or CPUs, got 0"},
 		{"NewFunc nil fn", func() { crew.NewFunc[int](1, nil) }, "crew: NewFunc: fn must not be nil"},
 		{"WithQueueSize(-1)", func() { crew.WithQueueSize(-1) }, "crew: WithQueueSize: n must be >= 0, got -1"},
 		{"WithMinWorkers(-1)", func() { crew.WithMinWorkers(-1) }, "crew: WithMinWorkers: n must be >= 0, got -1"},
@@ -30,8 +32,9 @@ func TestBadInputPanicsWithClearMessage(t *testing.T) {
 		//lint:ignore SA1012 a nil context is the bad input under test
 		{"WithContext(nil)", func() { crew.WithContext(nil) }, "crew: WithContext: ctx must not be nil"},
 		{"min above max", func() { crew.New(2, crew.WithMinWorkers(3)) }, "crew: New: WithMinWorkers(3) exceeds maxWorkers 2"},
-		{"Resize(0)", func() { p.Resize(0) }, "crew: Resize: maxWorkers must be >= 1, got 0"},
-		{"Sub(0)", func() { p.Sub(0) }, "crew: Sub: maxWorkers must be >= 1, got 0"},
+		{"Resize(0)", func() { p.Resize(0) }, "crew: Resize: maxWorkers must be >= 1 or CPUs, got 0"},
+		{"Resize(-2)", func() { p.Resize(-2) }, "crew: Resize: maxWorkers must be >= 1 or CPUs, got -2"},
+		{"Sub(0)", func() { p.Sub(0) }, "crew: Sub: maxWorkers must be >= 1 or CPUs, got 0"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -72,7 +72,7 @@ func (p *Pool) checkWeight(call string, n int, task func()) error {
 		return ErrNilTask
 	}
 	for q := p; q != nil; q = q.parent {
-		if n > q.core.e.Counters().MaxWorkers {
+		if n > q.core.ceiling() {
 			return ErrTooHeavy
 		}
 	}

@@ -1,0 +1,294 @@
+// Package adaptive moves a pool's worker limit between a floor and a ceiling from the run
+// times of its tasks, in the manner of TCP Vegas and of Netflix's concurrency-limits (its
+// Vegas and Gradient2 limiters): a task that runs longer when more run beside it waits for
+// something inside the resource it uses, so the limit comes down; a throughput that fills the
+// limit at the run time the resource gives when nothing queues in it lets the limit go up.
+//
+// # The control law
+//
+// The pool reports each task's run time (Observe). The limit measures in windows: after a
+// change it ignores the completions of the tasks that were running when it changed (they
+// started under the old limit), then takes the next window of completions, between
+// minWindow and maxWindow of them (the limit, within those bounds). From a window it reads
+// the mean run time M and the throughput X (completions per second between its first and its
+// last completion), and keeps B, the lowest mean run time seen since the last probe: the run
+// time of a task that waits for nothing.
+//
+// By Little's law, X·B tasks in flight would carry throughput X with no queueing at all. The
+// limit is steered towards headroom·X·B:
+//
+//   - above the limit: the throughput fills the limit while run times stay near B, so the
+//     resource takes more. The limit grows, by at most a quarter (and at least one) per
+//     window. A pool that does not use its limit (fewer than limit/headroom tasks running)
+//     never gets there, so its limit does not grow on idle capacity.
+//   - below the limit while M is more than inflated·B: tasks queue inside the resource, and
+//     the limit goes down to the target, by at most half per window.
+//
+// A cut is checked: if the window after it does not show at least half the shortening of
+// run times that queueing predicts (the run time at the new limit, max(new/old limit,
+// B/M) of the old), the run times were not queueing but the resource got slower, and the
+// limit probes.
+//
+// With a resource of C slots and a fixed service time, M grows as limit/C·B once the limit
+// passes C while X stays at C/B, so the limit settles near headroom·C: the resource stays
+// saturated and a task runs about headroom·B.
+//
+// # Probes
+//
+// B only falls between probes, so a resource that became slower for good would look
+// congested for ever. Every probeEvery windows (and first of all on the first window, since
+// a pool may start far above its resource's capacity, where no window ever shows B) the
+// limit probes: it halves the limit, window after window, while each halving cuts the mean
+// run time by more than a quarter (the mark of queueing), takes B afresh from the last two
+// windows, and then sets the limit from the throughput it had before the probe:
+// headroom·X·B, or the limit it had if it was not congested then. A probe that finds B where
+// it was doubles the time to the next one, up to maxProbeEvery windows.
+//
+// Time is a parameter: window throughput reads Config.Now, twice a window, and run times are
+// measured by the caller.
+package adaptive
+
+import (
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Constants of the control law; see the package comment for their roles. Why these values:
+// measurements.md (internal/worker), "The adaptive limit".
+const (
+	headroom  = 1.25 // the limit kept above the tasks the throughput needs at run time B
+	inflated  = 1.1  // a mean run time above inflated·B is queueing
+	probeCut  = 0.75 // a halving whose mean run time falls below probeCut of the last one halves again
+	minWindow = 32   // completions in the smallest window
+	maxWindow = 256  // and in the largest
+	deadBand  = 0.1  // a target within this fraction of the limit leaves it where it is
+	bigCut    = 0.9  // a cut expected to shorten run times to this fraction or less is checked
+)
+
+// Config is what a Limit acts on.
+type Config struct {
+	Floor, Ceiling int // the bounds, 1 <= Floor; a Floor above Ceiling counts as Ceiling
+	// Resize sets the limit the pool enforces. It is called with the Limit's lock held, so it
+	// must not call back into the Limit.
+	Resize func(n int)
+	// Running returns the number of tasks running now; called once per change of the limit.
+	Running func() int
+	// Now is the clock for window throughput; nil means time.Now.
+	Now func() time.Time
+}
+
+// Limit is an adaptive worker limit. It starts at the ceiling. All its methods are safe for
+// concurrent use.
+type Limit struct {
+	w     atomic.Pointer[window]
+	now   func() time.Time
+	epoch time.Time
+
+	mu      sync.Mutex
+	cfg     Config
+	floor   int           // cfg.Floor, at most the ceiling
+	ceiling int           // the highest limit allowed
+	limit   int           // the current limit
+	base    time.Duration // B: 0 until the first window
+
+	probing bool // halving to find B
+	// After a cut: the mean run time the window before it measured, and the ratio of mean
+	// run times the cut should bring if tasks queued (0: no cut to check).
+	cutMean time.Duration
+	cutTo   float64
+	// While probing: the mean run time of the window before, and the limit, mean run time
+	// and throughput before the probe began.
+	last    time.Duration
+	preN    int
+	preMean time.Duration
+	preRate float64
+}
+
+// window is one window of completions: the (skip, skip+size]th completions after it began
+// are measured.
+type window struct {
+	seen  atomic.Int64 // completions counted
+	added atomic.Int64 // measured completions whose run time is in sum
+	sum   atomic.Int64 // nanoseconds
+	skip  int64
+	size  int64
+	begun int64 // the clock when it began, ns since epoch
+}
+
+// New returns a Limit at cfg.Ceiling, which it does not apply: the pool starts there.
+func New(cfg Config) *Limit {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	l := &Limit{cfg: cfg, now: cfg.Now, probing: true}
+	l.epoch = l.now()
+	l.bound(cfg.Ceiling)
+	l.limit = l.ceiling
+	// The first tasks find the resource empty and run faster than the ones after them: the
+	// first window skips as many as the limit lets start at once.
+	l.w.Store(&window{skip: int64(l.limit), size: windowSize(l.limit), begun: l.clock()})
+	return l
+}
+
+// bound sets the ceiling and the floor under it. Callers hold l.mu or own l.
+func (l *Limit) bound(ceiling int) {
+	l.ceiling = max(1, ceiling)
+	l.floor = min(max(1, l.cfg.Floor), l.ceiling)
+}
+
+// Limit returns the current limit.
+func (l *Limit) Limit() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.limit
+}
+
+// Ceiling returns the current ceiling.
+func (l *Limit) Ceiling() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.ceiling
+}
+
+// SetCeiling moves the ceiling to n (at least 1). A limit above it comes down to it at once;
+// a lower one stays and may grow up to it.
+func (l *Limit) SetCeiling(n int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.bound(n)
+	l.preN = min(l.preN, l.ceiling)
+	if l.limit > l.ceiling {
+		l.set(l.ceiling)
+	} else if l.limit < l.floor {
+		l.set(l.floor)
+	}
+}
+
+// Observe counts one task's completion after it ran for run. Only the completions a window
+// measures cost more than one atomic add; the last of a window decides, under the lock.
+func (l *Limit) Observe(run time.Duration) {
+	w := l.w.Load()
+	k := w.seen.Add(1)
+	if k <= w.skip || k > w.skip+w.size {
+		return
+	}
+	w.sum.Add(int64(run))
+	if w.added.Add(1) == w.size {
+		l.decide(w)
+	}
+}
+
+// clock reads the clock as nanoseconds since epoch.
+func (l *Limit) clock() int64 { return int64(l.now().Sub(l.epoch)) }
+
+// decide ends window w and moves the limit. The throughput counts every completion since the
+// window began, the skipped ones too: the resource's throughput is what it is whichever tasks
+// complete, and the longer span counts bursts of completions better. A window that took no
+// time on the clock moves nothing: a new one begins.
+func (l *Limit) decide(w *window) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.w.Load() != w { // a change of the limit began a new window meanwhile
+		return
+	}
+	now := l.clock()
+	elapsed := now - w.begun
+	if elapsed <= 0 {
+		l.w.Store(&window{size: windowSize(l.limit), begun: now})
+		return
+	}
+	mean := time.Duration(w.sum.Load() / w.size)
+	rate := float64(w.skip+w.size) / (float64(elapsed) / float64(time.Second))
+	l.step(mean, rate)
+}
+
+// step is the control law for one window of mean run time mean and throughput rate (per
+// second). Callers hold l.mu.
+func (l *Limit) step(mean time.Duration, rate float64) {
+	if l.probing {
+		l.probe(mean, rate)
+		return
+	}
+	if l.cutTo != 0 {
+		// A cut that did not shorten run times by half what queueing predicts did not
+		// relieve a queue: the resource itself got slower, and B is stale.
+		stale := float64(mean) > float64(l.cutMean)*(1-(1-l.cutTo)/2)
+		l.cutTo = 0
+		if stale && l.limit > l.floor {
+			l.startProbe(mean, rate)
+			return
+		}
+	}
+	if mean < l.base {
+		l.base = mean
+	}
+	target := headroom * rate * l.base.Seconds()
+	n := l.limit
+	switch {
+	case target >= max(float64(l.limit+1), (1+deadBand)*float64(l.limit)):
+		n = min(int(math.Ceil(target)), max(l.limit+1, int(headroom*float64(l.limit))))
+	case target <= (1-deadBand)*float64(l.limit) && float64(mean) > inflated*float64(l.base):
+		n = l.clamp(max(int(math.Ceil(target)), l.limit/2))
+		if expect := max(float64(n)/float64(l.limit), float64(l.base)/float64(mean)); expect <= bigCut {
+			l.cutMean, l.cutTo = mean, expect
+		}
+	}
+	l.set(l.clamp(n))
+}
+
+// startProbe records the state before a probe and halves the limit. Callers hold l.mu.
+func (l *Limit) startProbe(mean time.Duration, rate float64) {
+	l.cutTo = 0
+	l.probing = true
+	l.last, l.preN, l.preMean, l.preRate = mean, l.limit, mean, rate
+	l.set(l.clamp(l.limit / 2))
+}
+
+// probe is step while probing. Callers hold l.mu.
+func (l *Limit) probe(mean time.Duration, rate float64) {
+	if l.preN == 0 { // the first window of all: it is the state before the probe
+		if l.limit > l.floor {
+			l.startProbe(mean, rate)
+			return
+		}
+		l.last, l.preN, l.preMean, l.preRate = mean, l.limit, mean, rate
+	}
+	if l.preN != l.limit && float64(mean) < probeCut*float64(l.last) && l.limit > l.floor {
+		l.last = mean
+		l.set(l.clamp(l.limit / 2))
+		return
+	}
+	base := min(mean, l.last)
+	l.base = base
+	l.probing = false
+	n := l.preN
+	target := headroom * l.preRate * base.Seconds()
+	if target > float64(n) || float64(l.preMean) > inflated*float64(base) {
+		n = min(int(math.Ceil(target)), max(n+1, int(headroom*float64(n))))
+	}
+	l.set(l.clamp(max(n, l.limit)))
+}
+
+// clamp bounds n by the floor and the ceiling. Callers hold l.mu.
+func (l *Limit) clamp(n int) int {
+	return min(max(n, l.floor), l.ceiling)
+}
+
+// set makes n the limit and begins a new window, which first lets the tasks running now
+// finish. Callers hold l.mu.
+func (l *Limit) set(n int) {
+	skip := 0
+	if n != l.limit {
+		l.limit = n
+		l.cfg.Resize(n)
+		skip = l.cfg.Running()
+	}
+	l.w.Store(&window{skip: int64(skip), size: windowSize(n), begun: l.clock()})
+}
+
+// windowSize is the number of completions a window measures at limit n.
+func windowSize(n int) int64 {
+	return int64(min(max(n, minWindow), maxWindow))
+}
