@@ -141,23 +141,39 @@ func TestAdaptiveLimitFindsTheCapacityOfAResource(t *testing.T) {
 				}))
 			}
 		})
-		// settled returns when the limit last entered [lo, hi] after from, -1 if it is
-		// outside now.
+		// settled returns the earliest time after from when the limit was in [lo, hi] and
+		// from which on, until now, it was in it at least 98% of the time, or -1. Not all of it: a probe halves
+		// the limit for a window or two now and then, on purpose.
 		settled := func(lo, hi int, from time.Duration) time.Duration {
 			mu.Lock()
 			defer mu.Unlock()
-			at := from
+			now := time.Since(start)
+			limit := 256
+			var points []change
 			for _, c := range changes {
-				if c.at < from {
-					continue
-				}
-				if c.n < lo || c.n > hi {
-					at = -1
-				} else if at < 0 {
-					at = c.at
+				if c.at <= from {
+					limit = c.n
+				} else {
+					points = append(points, c)
 				}
 			}
-			return at
+			points = append([]change{{from, limit}}, points...)
+			for i := range points {
+				var out time.Duration
+				for j := i; j < len(points); j++ {
+					end := now
+					if j+1 < len(points) {
+						end = points[j+1].at
+					}
+					if points[j].n < lo || points[j].n > hi {
+						out += end - points[j].at
+					}
+				}
+				if in := points[i].n >= lo && points[i].n <= hi; in && out <= (now-points[i].at)/50 {
+					return points[i].at
+				}
+			}
+			return -1
 		}
 		phase := func(lo, hi int, from time.Duration) {
 			t.Helper()

@@ -50,6 +50,7 @@ package adaptive
 
 import (
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -58,13 +59,17 @@ import (
 // Constants of the control law; see the package comment for their roles. Why these values:
 // measurements.md (internal/worker), "The adaptive limit".
 const (
-	headroom  = 1.25 // the limit kept above the tasks the throughput needs at run time B
-	inflated  = 1.1  // a mean run time above inflated·B is queueing
-	probeCut  = 0.75 // a halving whose mean run time falls below probeCut of the last one halves again
-	minWindow = 32   // completions in the smallest window
-	maxWindow = 256  // and in the largest
-	deadBand  = 0.1  // a target within this fraction of the limit leaves it where it is
-	bigCut    = 0.9  // a cut expected to shorten run times to this fraction or less is checked
+	headroom      = 1.25 // the limit kept above the tasks the throughput needs at run time B
+	inflated      = 1.1  // a mean run time above inflated·B is queueing
+	keepRate      = 0.8  // and whose throughput stays above keepRate of the last one's
+	probeCut      = 0.75 // a halving whose mean run time falls below probeCut of the last one halves again
+	minWindow     = 32   // completions in the smallest window
+	maxWindow     = 256  // and in the largest
+	probeEvery    = 32   // windows between probes while B moves
+	maxProbeEvery = 512  // windows between probes while each probe finds B where it was
+	sameBase      = 0.1  // a probe's B within this fraction of the last is where it was
+	deadBand      = 0.1  // a target within this fraction of the limit leaves it where it is
+	bigCut        = 0.9  // a cut expected to shorten run times to this fraction or less is checked
 )
 
 // Config is what a Limit acts on.
@@ -94,27 +99,39 @@ type Limit struct {
 	base    time.Duration // B: 0 until the first window
 
 	probing bool // halving to find B
+	windows int  // windows since the last probe
+	every   int  // windows between probes
+	doubt   bool // the last window called for a cut, which waits for a second opinion
 	// After a cut: the mean run time the window before it measured, and the ratio of mean
 	// run times the cut should bring if tasks queued (0: no cut to check).
 	cutMean time.Duration
 	cutTo   float64
+	cutFrom int // the limit before the cut
 	// While probing: the mean run time of the window before, and the limit, mean run time
 	// and throughput before the probe began.
-	last    time.Duration
-	preN    int
-	preMean time.Duration
-	preRate float64
+	last     time.Duration
+	lastRate float64
+	preN     int
+	preMean  time.Duration
+	preRate  float64
 }
 
 // window is one window of completions: the (skip, skip+size]th completions after it began
 // are measured.
 type window struct {
-	seen  atomic.Int64 // completions counted
-	added atomic.Int64 // measured completions whose run time is in sum
-	sum   atomic.Int64 // nanoseconds
+	seen  atomic.Int64   // completions counted
+	added atomic.Int64   // measured completions whose run time is in runs
+	runs  []atomic.Int64 // the measured run times, ns; len(runs) is the window's size
 	skip  int64
-	size  int64
-	begun int64 // the clock when it began, ns since epoch
+	begun atomic.Int64 // the clock when it began, ns since epoch; 0: at its first completion
+}
+
+// newWindow returns a window that skips skip completions and then measures size, begun at
+// the clock reading begun.
+func newWindow(skip, size, begun int64) *window {
+	w := &window{skip: skip, runs: make([]atomic.Int64, size)}
+	w.begun.Store(begun)
+	return w
 }
 
 // New returns a Limit at cfg.Ceiling, which it does not apply: the pool starts there.
@@ -122,13 +139,14 @@ func New(cfg Config) *Limit {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	l := &Limit{cfg: cfg, now: cfg.Now, probing: true}
+	l := &Limit{cfg: cfg, now: cfg.Now, probing: true, every: probeEvery}
 	l.epoch = l.now()
 	l.bound(cfg.Ceiling)
 	l.limit = l.ceiling
 	// The first tasks find the resource empty and run faster than the ones after them: the
-	// first window skips as many as the limit lets start at once.
-	l.w.Store(&window{skip: int64(l.limit), size: windowSize(l.limit), begun: l.clock()})
+	// first window skips as many as the limit lets start at once. It begins at the first
+	// completion, not now: the pool may wait a long time for its first task.
+	l.w.Store(newWindow(int64(l.limit), windowSize(l.limit), 0))
 	return l
 }
 
@@ -171,11 +189,15 @@ func (l *Limit) SetCeiling(n int) {
 func (l *Limit) Observe(run time.Duration) {
 	w := l.w.Load()
 	k := w.seen.Add(1)
-	if k <= w.skip || k > w.skip+w.size {
+	if k == 1 && w.begun.Load() == 0 {
+		w.begun.CompareAndSwap(0, max(1, l.clock()))
+	}
+	size := int64(len(w.runs))
+	if k <= w.skip || k > w.skip+size {
 		return
 	}
-	w.sum.Add(int64(run))
-	if w.added.Add(1) == w.size {
+	w.runs[k-w.skip-1].Store(int64(run))
+	if w.added.Add(1) == size {
 		l.decide(w)
 	}
 }
@@ -194,14 +216,19 @@ func (l *Limit) decide(w *window) {
 		return
 	}
 	now := l.clock()
-	elapsed := now - w.begun
-	if elapsed <= 0 {
-		l.w.Store(&window{size: windowSize(l.limit), begun: now})
+	elapsed := now - w.begun.Load()
+	if elapsed <= 0 || w.begun.Load() == 0 {
+		l.w.Store(newWindow(0, windowSize(l.limit), now))
 		return
 	}
-	mean := time.Duration(w.sum.Load() / w.size)
-	rate := float64(w.skip+w.size) / (float64(elapsed) / float64(time.Second))
-	l.step(mean, rate)
+	runs := make([]int64, len(w.runs))
+	for i := range w.runs {
+		runs[i] = w.runs[i].Load()
+	}
+	slices.Sort(runs)
+	median := time.Duration(runs[len(runs)/2])
+	rate := float64(w.skip+int64(len(runs))) / (float64(elapsed) / float64(time.Second))
+	l.step(median, rate)
 }
 
 // step is the control law for one window of mean run time mean and throughput rate (per
@@ -216,23 +243,45 @@ func (l *Limit) step(mean time.Duration, rate float64) {
 		// relieve a queue: the resource itself got slower, and B is stale.
 		stale := float64(mean) > float64(l.cutMean)*(1-(1-l.cutTo)/2)
 		l.cutTo = 0
-		if stale && l.limit > l.floor {
-			l.startProbe(mean, rate)
+		if stale {
+			// The cut is undone, and the run time it left is the new B: a probe would
+			// measure a resource that got slower as well, but a process short of
+			// processors (whose tasks wait for one after their call returns) would
+			// read to it as queueing, and the limit would fall to the floor.
+			l.base = mean
+			l.set(l.cutFrom)
 			return
 		}
 	}
 	if mean < l.base {
 		l.base = mean
 	}
+	if l.windows++; l.windows >= l.every && l.limit > l.floor {
+		l.startProbe(mean, rate)
+		return
+	}
 	target := headroom * rate * l.base.Seconds()
 	n := l.limit
+	doubt := l.doubt
+	l.doubt = false
 	switch {
-	case target >= max(float64(l.limit+1), (1+deadBand)*float64(l.limit)):
+	case target >= max(float64(l.limit+1), (1+deadBand)*float64(l.limit)) &&
+		float64(mean) <= headroom/(1+deadBand)*float64(l.base):
+		// The second test is the first with the tasks in flight (rate·mean by Little's
+		// law) capped at the limit: completions that bunch up in a window can make the
+		// rate read high, but no more tasks than the limit were in flight.
 		n = min(int(math.Ceil(target)), max(l.limit+1, int(headroom*float64(l.limit))))
 	case target <= (1-deadBand)*float64(l.limit) && float64(mean) > inflated*float64(l.base):
+		if !doubt {
+			// One window may be slow for reasons that pass (a pause of the process, a
+			// neighbour on the machine): cut only if the next one says so too.
+			l.doubt = true
+			l.set(l.limit)
+			return
+		}
 		n = l.clamp(max(int(math.Ceil(target)), l.limit/2))
 		if expect := max(float64(n)/float64(l.limit), float64(l.base)/float64(mean)); expect <= bigCut {
-			l.cutMean, l.cutTo = mean, expect
+			l.cutMean, l.cutTo, l.cutFrom = mean, expect, l.limit
 		}
 	}
 	l.set(l.clamp(n))
@@ -240,10 +289,20 @@ func (l *Limit) step(mean time.Duration, rate float64) {
 
 // startProbe records the state before a probe and halves the limit. Callers hold l.mu.
 func (l *Limit) startProbe(mean time.Duration, rate float64) {
-	l.cutTo = 0
+	l.cutTo, l.windows = 0, 0
 	l.probing = true
 	l.last, l.preN, l.preMean, l.preRate = mean, l.limit, mean, rate
-	l.set(l.clamp(l.limit / 2))
+	l.lastRate = rate
+	l.set(l.halved(mean, rate))
+}
+
+// halved returns the limit that halves the tasks in flight: half the limit, or half of
+// rate·mean (Little's law) when fewer ran, as while a pool's workers are still starting.
+// Halving a limit that is not reached would change nothing, and a probe would read the
+// unchanged run times as those of a resource with nothing queued. Callers hold l.mu.
+func (l *Limit) halved(mean time.Duration, rate float64) int {
+	inFlight := min(float64(l.limit), rate*mean.Seconds())
+	return l.clamp(min(l.limit-1, int(inFlight/2)))
 }
 
 // probe is step while probing. Callers hold l.mu.
@@ -254,13 +313,22 @@ func (l *Limit) probe(mean time.Duration, rate float64) {
 			return
 		}
 		l.last, l.preN, l.preMean, l.preRate = mean, l.limit, mean, rate
+		l.lastRate = rate
 	}
-	if l.preN != l.limit && float64(mean) < probeCut*float64(l.last) && l.limit > l.floor {
-		l.last = mean
-		l.set(l.clamp(l.limit / 2))
+	// Halving the tasks in flight relieved a queue if run times fell as much and the
+	// throughput held: the resource kept as busy with half the tasks.
+	if l.preN != l.limit && float64(mean) < probeCut*float64(l.last) && rate >= keepRate*l.lastRate &&
+		l.limit > l.floor {
+		l.last, l.lastRate = mean, rate
+		l.set(l.halved(mean, rate))
 		return
 	}
 	base := min(mean, l.last)
+	if l.base > 0 && math.Abs(float64(base-l.base)) <= sameBase*float64(l.base) {
+		l.every = min(2*l.every, maxProbeEvery)
+	} else {
+		l.every = probeEvery
+	}
 	l.base = base
 	l.probing = false
 	n := l.preN
@@ -285,7 +353,7 @@ func (l *Limit) set(n int) {
 		l.cfg.Resize(n)
 		skip = l.cfg.Running()
 	}
-	l.w.Store(&window{skip: int64(skip), size: windowSize(n), begun: l.clock()})
+	l.w.Store(newWindow(int64(skip), windowSize(n), l.clock()))
 }
 
 // windowSize is the number of completions a window measures at limit n.
