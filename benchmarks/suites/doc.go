@@ -26,6 +26,11 @@
 //     rather than package contenders' Runners. It checks every result (each in order, or their
 //     count and sum) and reports peak-pending, the most values pulled and not yet consumed.
 //
+// BenchmarkAdaptive (crew's own) sets WithAdaptiveLimit against fixed limits of a quarter, one,
+// four and sixteen times the capacity C of what the tasks use: calls to a service of 16 slots
+// of 2 ms that grows to 64, and AES-CBC of 8 kB with C = GOMAXPROCS; named
+// BenchmarkAdaptive/load=<workload>/pool=<contender>, crew being the adaptive pool.
+//
 // Two scheduling benchmarks of crew's own: BenchmarkKeyed (per-key order with one slow key,
 // against go-pkgz/pool's WithChunkFn and a goroutine per key) and BenchmarkPriorityLatency
 // (the start latency of a high-priority sub-pool's tasks under a flood of low-priority ones).

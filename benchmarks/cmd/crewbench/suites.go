@@ -35,7 +35,7 @@ type suite struct {
 	quickJob time.Duration
 }
 
-// suites are the six suites in the order they are reported.
+// suites are the suites in the order they are reported.
 var suites = []suite{
 	{
 		name: "pond", bench: "BenchmarkPond",
@@ -92,5 +92,16 @@ var suites = []suite{
 		quickScenarios: []string{"100K-tiny/ordered", "100K-tiny/unordered", "10k-50us/ordered", "10k-50us/unordered"},
 		quickTime:      "1x", fullTime: "5x", quickJob: 800 * time.Millisecond,
 	},
+	{
+		name: "adaptive", bench: "BenchmarkAdaptive",
+		title:      "the adaptive limit",
+		about:      "crew with WithAdaptiveLimit (crew) against fixed limits of C/4, C, 4C and 16C: tasks calling a service of C = 16 slots of 2 ms, fed without pause, for 5 s, then of 64 slots for 5 s (time per task over both; c16-run-ms is the mean run time once settled), and AES-CBC of 8 kB from ten submitters per processor with C = GOMAXPROCS (the adaptive pool's ceiling 10,000).",
+		contenders: adaptiveContenders,
+		metric:     "c16-run-ms",
+		quick:      "./.", quickTime: "300ms", fullTime: "1s",
+	},
 	sweepSuite,
 }
+
+// adaptiveContenders are the adaptive suite's own: crew is the adaptive pool.
+var adaptiveContenders = []string{"crew", "fixed-0.25C", "fixed-1C", "fixed-4C", "fixed-16C"}
