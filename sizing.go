@@ -37,13 +37,16 @@ const CPUs = -1
 // limiters, https://github.com/Netflix/concurrency-limits): the pool times every task, and
 // every window of completions (at least 32, about one per task the limit allows, up to 256,
 // counted once the tasks running when the limit last changed have finished) it compares the
-// mean run time with the shortest seen, and the throughput with what that shortest run time
-// needs. The limit grows while throughput fills it without run times rising, by up to a
-// quarter per window, and falls when run times grow with the number running, by up to half
-// per window. The first windows halve the limit until run times stop falling, so a pool
-// started far above the resource's capacity comes down in a few windows: from a ceiling of
-// 256 to a resource of 16 slots of 2 ms, in about 0.2 s. A change of the limit happens at
-// most once per window, so a limit of n moves at most once per max(32, n) completions.
+// median run time with the shortest seen, and the throughput with what that shortest run
+// time needs. The limit grows while throughput fills it without run times rising, by up to
+// a quarter per window, and falls when run times grow with the number running (two windows
+// in a row), by up to half per window. The first windows halve the limit until run times
+// stop falling, so a pool started far above the resource's capacity comes down in a few
+// windows: from a ceiling of 256 to a resource of 16 slots of 2 ms, in about 0.2 s; after a
+// change of the resource's capacity it follows within tens of windows. A change of the limit
+// happens at most once per window, so a limit of n moves at most once per max(32, n)
+// completions. Every 32 to 512 windows the limit probes: it halves the tasks in flight for a
+// window or two, to measure again how long a task runs when nothing queues.
 //
 // [Stats].MaxWorkers reports the current limit, and the limit is what [Pool.Resize]
 // promises: no task starts while MaxWorkers or more run. The pool starts at the ceiling.
@@ -59,7 +62,9 @@ const CPUs = -1
 // other than load (a mix of quick and slow kinds on one pool reads as queueing: give each
 // kind a pool or sub-pool); and pools that run a few tasks a second, which need many
 // seconds per window. The limit only reacts to run times, so a resource that fails fast
-// under overload (errors instead of slowness) is not seen as overloaded.
+// under overload (errors instead of slowness) is not seen as overloaded. And a process short
+// of processors makes its tasks wait for one after their call returns: the limit reads that
+// as slowness too, and may stay below the resource's capacity while it lasts.
 //
 // Without this option a pool reads no clock per task and spends nothing on it. With it, each
 // task costs two clock readings and a few atomic operations. It panics if min is less than 1.

@@ -8,7 +8,9 @@ import "github.com/crewgo/crew/internal/worker"
 // exceeds Accepted, Running never exceeds MaxWorkers except while tasks that started before a
 // shrinking [Pool.Resize] still run, and no counter goes backwards between two snapshots.
 type Stats struct {
-	// MaxWorkers is the worker limit: no task starts while that many or more run.
+	// MaxWorkers is the worker limit: no task starts while that many or more run. Under
+	// [WithAdaptiveLimit] it is the limit the pool has chosen now; with [CPUs], GOMAXPROCS as
+	// the pool last read it.
 	MaxWorkers int
 	// Running is the number of tasks started and not finished, each counted once whatever its
 	// weight ([Pool.SubmitN]): a task counts from the moment a worker is given it. It is 0

@@ -263,7 +263,7 @@ func (r crewRunner) StopAndWait()             { r.p.StopAndWait() }
 // BenchmarkAdaptive measures WithAdaptiveLimit against fixed limits at a quarter, one, four
 // and sixteen times C, the capacity of what the tasks use:
 //
-//   - load=downstream-16-then-64: tasks that call a service of C = 16 slots of 2 ms (calls
+//   - load=service/task=16-then-64-slots: tasks that call a service of C = 16 slots of 2 ms (calls
 //     beyond the slots queue inside it), fed by one submitter without pause for 5 s; then
 //     the service grows to 64 slots for 5 s more. The adaptive pool starts at its ceiling of
 //     256 (16C). Reported per phase: tasks/s and mean run time in ms (run-ms) in the
@@ -271,16 +271,16 @@ func (r crewRunner) StopAndWait()             { r.p.StopAndWait() }
 //     limit, the seconds it took to settle in [C, 2C] (the limit in
 //     it for 98% of the samples after) and the share of samples in it after (in-band-%).
 //     ns/op is the time per task over both phases.
-//   - load=aes-8kB: AES-128-CBC of 8 kB per task from ten submitters per processor
+//   - load=cpu/task=aescbc-8kB: AES-128-CBC of 8 kB per task from ten submitters per processor
 //     (b.RunParallel), C = GOMAXPROCS; the adaptive pool is New(10_000,
 //     WithAdaptiveLimit(1)). ns/op is the time per task.
 func BenchmarkAdaptive(b *testing.B) {
 	for _, name := range adaptiveContenders {
-		b.Run("load=downstream-16-then-64/pool="+name, func(b *testing.B) { runDownstream(b, name) })
+		b.Run("load=service/task=16-then-64-slots/pool="+name, func(b *testing.B) { runDownstream(b, name) })
 	}
 	for _, name := range adaptiveContenders {
 		c := adaptiveAES(name)
-		b.Run("load=aes-8kB/pool="+name, func(b *testing.B) {
+		b.Run("load=cpu/task=aescbc-8kB/pool="+name, func(b *testing.B) {
 			runParallel(b, c, 0, 10, func() { _ = encryptCBC(plain8k) })
 		})
 	}

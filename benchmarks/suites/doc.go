@@ -29,7 +29,8 @@
 // BenchmarkAdaptive (crew's own) sets WithAdaptiveLimit against fixed limits of a quarter, one,
 // four and sixteen times the capacity C of what the tasks use: calls to a service of 16 slots
 // of 2 ms that grows to 64, and AES-CBC of 8 kB with C = GOMAXPROCS; named
-// BenchmarkAdaptive/load=<workload>/pool=<contender>, crew being the adaptive pool.
+// BenchmarkAdaptive/load=<service or cpu>/task=<workload>/pool=<contender>, crew being the
+// adaptive pool.
 //
 // Two scheduling benchmarks of crew's own: BenchmarkKeyed (per-key order with one slow key,
 // against go-pkgz/pool's WithChunkFn and a goroutine per key) and BenchmarkPriorityLatency

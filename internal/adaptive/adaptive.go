@@ -4,48 +4,56 @@
 // something inside the resource it uses, so the limit comes down; a throughput that fills the
 // limit at the run time the resource gives when nothing queues in it lets the limit go up.
 //
-// # The control law
+// # Windows
 //
 // The pool reports each task's run time (Observe). The limit measures in windows: after a
 // change it ignores the completions of the tasks that were running when it changed (they
 // started under the old limit), then takes the next window of completions, between
 // minWindow and maxWindow of them (the limit, within those bounds). From a window it reads
-// the mean run time M and the throughput X (completions per second between its first and its
-// last completion), and keeps B, the lowest mean run time seen since the last probe: the run
-// time of a task that waits for nothing.
+// the median run time M (a median, since a task delayed by the machine rather than the
+// resource should not move it) and the throughput X (every completion since the window
+// began, the skipped ones too, per second: the resource's throughput is what it is whichever
+// tasks complete). It keeps B, the lowest M seen since the last probe: the run time of a
+// task that waits for nothing.
+//
+// # The control law
 //
 // By Little's law, X·B tasks in flight would carry throughput X with no queueing at all. The
-// limit is steered towards headroom·X·B:
+// limit is steered towards headroom·X·B, with a dead band of deadBand either side:
 //
-//   - above the limit: the throughput fills the limit while run times stay near B, so the
-//     resource takes more. The limit grows, by at most a quarter (and at least one) per
-//     window. A pool that does not use its limit (fewer than limit/headroom tasks running)
-//     never gets there, so its limit does not grow on idle capacity.
-//   - below the limit while M is more than inflated·B: tasks queue inside the resource, and
-//     the limit goes down to the target, by at most half per window.
+//   - above the band, with M at most headroom/(1+deadBand)·B: the throughput fills the limit
+//     while run times stay near B, so the resource takes more. The limit grows by at most a
+//     quarter (and at least one) per window. A pool that does not use its limit never gets
+//     there, so its limit does not grow on idle capacity. The test of M caps the tasks in
+//     flight (X·M) at the limit: completions that bunch up make X read high in a window.
+//   - below the band with M above inflated·B, in two windows running (one slow window may be
+//     the machine's doing): tasks queue inside the resource, and the limit goes down to the
+//     target, by at most half per window.
 //
 // A cut is checked: if the window after it does not show at least half the shortening of
-// run times that queueing predicts (the run time at the new limit, max(new/old limit,
-// B/M) of the old), the run times were not queueing but the resource got slower, and the
-// limit probes.
+// run times that queueing predicts (max(new/old limit, B/M) of the old run time), the run
+// times were not queueing. The resource got slower, or the process is short of processors
+// (its tasks wait for one once their call returns); either way fewer tasks do not help. The
+// cut is undone, and that window's M becomes B.
 //
 // With a resource of C slots and a fixed service time, M grows as limit/C·B once the limit
-// passes C while X stays at C/B, so the limit settles near headroom·C: the resource stays
-// saturated and a task runs about headroom·B.
+// passes C while X stays at C/B, so the limit settles between C·headroom/(1+deadBand) and
+// C·headroom/(1-deadBand): the resource stays busy while a task runs about headroom·B.
 //
 // # Probes
 //
-// B only falls between probes, so a resource that became slower for good would look
-// congested for ever. Every probeEvery windows (and first of all on the first window, since
-// a pool may start far above its resource's capacity, where no window ever shows B) the
-// limit probes: it halves the limit, window after window, while each halving cuts the mean
-// run time by more than a quarter (the mark of queueing), takes B afresh from the last two
-// windows, and then sets the limit from the throughput it had before the probe:
+// B only falls between probes, and a B measured while tasks queued would keep them queued.
+// So first of all (a pool may start far above its resource's capacity, where no window ever
+// shows B), and then every probeEvery windows, the limit probes: it halves the tasks in
+// flight, window after window, while each halving cuts M by more than a quarter and keeps
+// the throughput above keepRate of the last (the mark of a queue relieved), takes B afresh
+// from the last two windows, and sets the limit from the throughput it had before the probe:
 // headroom·X·B, or the limit it had if it was not congested then. A probe that finds B where
-// it was doubles the time to the next one, up to maxProbeEvery windows.
+// it was doubles the time to the next one, up to maxProbeEvery windows. A probe holds the
+// limit below the resource's capacity for a window or two.
 //
-// Time is a parameter: window throughput reads Config.Now, twice a window, and run times are
-// measured by the caller.
+// Time is a parameter: windows read Config.Now at their first completion and their last,
+// and run times are measured by the caller.
 package adaptive
 
 import (
