@@ -10,9 +10,9 @@ import (
 	"github.com/crewgo/crew/internal/adaptive"
 )
 
-// CPUs, given as maxWorkers to [New], [NewFunc], [Pool.Sub], [Pool.Resize] or
-// [FuncPool.Resize], keeps the pool's limit at runtime.GOMAXPROCS(0), the limit that suits
-// tasks that compute rather than wait. The pool reads GOMAXPROCS when it is made or resized,
+// CPUs is the maxWorkers that keeps a pool's limit at runtime.GOMAXPROCS(0), the limit that
+// suits tasks that compute rather than wait. [New], [NewFunc], [Pool.Sub], [Pool.Resize] and
+// [FuncPool.Resize] take it. The pool reads GOMAXPROCS when it is made or resized,
 // and again at most once a second while tasks are being submitted or [Pool.Stats] is called,
 // and takes the new value as [Pool.Resize] would: since Go 1.25 the runtime changes
 // GOMAXPROCS when a container's CPU limit changes, and a program may change it itself. Between

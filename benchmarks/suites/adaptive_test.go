@@ -236,6 +236,11 @@ func runDownstream(b *testing.B, name string) {
 				b.Logf("phase %d (%d slots): limit %d at the start, %d at the end; settled after %.3f s, in band %.1f%% after; %d samples, min %d, max %d",
 					i+1, ph.slots, ph.first, ph.finalLimit, ph.settled, 100*ph.inBand, len(ph.samples),
 					slices.MinFunc(ph.samples, byLimit).limit, slices.MaxFunc(ph.samples, byLimit).limit)
+				var trace []int
+				for k := 0; k < len(ph.samples); k += max(1, len(ph.samples)/60) {
+					trace = append(trace, ph.samples[k].limit)
+				}
+				b.Logf("phase %d: the limit at %d evenly spaced samples: %v", i+1, len(trace), trace)
 			}
 		}
 		b.ReportMetric(float64(elapsed.Nanoseconds())/float64(max(1, done)), "ns/op")

@@ -72,10 +72,11 @@ const (
 	keepRate      = 0.8  // and whose throughput stays above keepRate of the last one's
 	probeCut      = 0.75 // a halving whose mean run time falls below probeCut of the last one halves again
 	minWindow     = 32   // completions in the smallest window
-	maxWindow     = 256  // and in the largest
+	maxWindow     = 1024 // and in the largest
+	windowPerTask = 4    // completions per task the limit allows, between those bounds
 	probeEvery    = 32   // windows between probes while B moves
 	maxProbeEvery = 512  // windows between probes while each probe finds B where it was
-	sameBase      = 0.1  // a probe's B within this fraction of the last is where it was
+	sameBase      = 0.25 // a probe's B within this fraction of the last is where it was
 	deadBand      = 0.1  // a target within this fraction of the limit leaves it where it is
 	bigCut        = 0.9  // a cut expected to shorten run times to this fraction or less is checked
 )
@@ -256,7 +257,7 @@ func (l *Limit) step(mean time.Duration, rate float64) {
 			// measure a resource that got slower as well, but a process short of
 			// processors (whose tasks wait for one after their call returns) would
 			// read to it as queueing, and the limit would fall to the floor.
-			l.base = mean
+			l.raiseBase(mean)
 			l.set(l.cutFrom)
 			return
 		}
@@ -332,15 +333,23 @@ func (l *Limit) probe(mean time.Duration, rate float64) {
 		return
 	}
 	base := min(mean, l.last)
-	if l.base > 0 && math.Abs(float64(base-l.base)) <= sameBase*float64(l.base) {
-		l.every = min(2*l.every, maxProbeEvery)
-	} else {
-		l.every = probeEvery
-	}
-	l.base = base
 	l.probing = false
+	if l.base > 0 && math.Abs(float64(base-l.base)) <= sameBase*float64(l.base) {
+		// B is where it was: back to the limit before the probe, which the windows
+		// before it had chosen with that B.
+		l.every = min(2*l.every, maxProbeEvery)
+		l.base = min(l.base, base)
+		l.set(l.clamp(max(l.preN, l.limit)))
+		return
+	}
+	l.every = probeEvery
+	if l.base == 0 || base < l.base {
+		l.base = base
+	} else {
+		l.raiseBase(base)
+	}
 	n := l.preN
-	target := headroom * l.preRate * base.Seconds()
+	target := headroom * l.preRate * l.base.Seconds()
 	if target > float64(n) || float64(l.preMean) > inflated*float64(base) {
 		n = min(int(math.Ceil(target)), max(n+1, int(headroom*float64(n))))
 	}
@@ -366,5 +375,13 @@ func (l *Limit) set(n int) {
 
 // windowSize is the number of completions a window measures at limit n.
 func windowSize(n int) int64 {
-	return int64(min(max(n, minWindow), maxWindow))
+	return int64(min(max(windowPerTask*n, minWindow), maxWindow))
+}
+
+// raiseBase moves B halfway up to b: a window that says B is higher (a probe's, or one after
+// a cut that did not shorten run times) may have been slowed by the machine, and a B set too
+// high would let tasks queue until the next probe; a second such window moves it most of the
+// rest of the way. Callers hold l.mu.
+func (l *Limit) raiseBase(b time.Duration) {
+	l.base += (b - l.base) / 2
 }
