@@ -35,17 +35,17 @@ const CPUs = -1
 //
 // The control follows TCP Vegas and Netflix's concurrency-limits (its Vegas and Gradient2
 // limiters, https://github.com/Netflix/concurrency-limits): the pool times every task, and
-// every window of completions (at least 32, about one per task the limit allows, up to 256,
+// every window of completions (four per task the limit allows, at least 32 and at most 1024,
 // counted once the tasks running when the limit last changed have finished) it compares the
 // median run time with the shortest seen, and the throughput with what that shortest run
 // time needs. The limit grows while throughput fills it without run times rising, by up to
 // a quarter per window, and falls when run times grow with the number running (two windows
 // in a row), by up to half per window. The first windows halve the limit until run times
 // stop falling, so a pool started far above the resource's capacity comes down in a few
-// windows: from a ceiling of 256 to a resource of 16 slots of 2 ms, in about 0.2 s; after a
+// windows: from a ceiling of 256 to a resource of 16 slots of 2 ms, in about 0.3 s; after a
 // change of the resource's capacity it follows within tens of windows. A change of the limit
-// happens at most once per window, so a limit of n moves at most once per max(32, n)
-// completions. Every 32 to 512 windows the limit probes: it halves the tasks in flight for a
+// happens at most once per window, so a limit of n moves at most once per min(max(32, 4n),
+// 1024) completions. Every 32 to 512 windows the limit probes: it halves the tasks in flight for a
 // window or two, to measure again how long a task runs when nothing queues.
 //
 // [Stats].MaxWorkers reports the current limit, and the limit is what [Pool.Resize]

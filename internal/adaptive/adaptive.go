@@ -8,8 +8,9 @@
 //
 // The pool reports each task's run time (Observe). The limit measures in windows: after a
 // change it ignores the completions of the tasks that were running when it changed (they
-// started under the old limit), then takes the next window of completions, between
-// minWindow and maxWindow of them (the limit, within those bounds). From a window it reads
+// started under the old limit), then takes the next window of completions: windowPerTask
+// per task the limit allows, between minWindow and maxWindow, so that a window spans a few
+// run times. From a window it reads
 // the median run time M (a median, since a task delayed by the machine rather than the
 // resource should not move it) and the throughput X (every completion since the window
 // began, the skipped ones too, per second: the resource's throughput is what it is whichever
@@ -26,6 +27,10 @@
 //     quarter (and at least one) per window. A pool that does not use its limit never gets
 //     there, so its limit does not grow on idle capacity. The test of M caps the tasks in
 //     flight (X·M) at the limit: completions that bunch up make X read high in a window.
+//     The window after a raise checks it: a raise that did not bring gainShare of its
+//     proportional gain in throughput is undone, and no raise is tried for plateauWindows
+//     windows. Tasks that compute end up there: more of them in flight do not run longer
+//     (the processors take turns between tasks) but do not finish more either.
 //   - below the band with M above inflated·B, in two windows running (one slow window may be
 //     the machine's doing): tasks queue inside the resource, and the limit goes down to the
 //     target, by at most half per window.
@@ -45,12 +50,16 @@
 // B only falls between probes, and a B measured while tasks queued would keep them queued.
 // So first of all (a pool may start far above its resource's capacity, where no window ever
 // shows B), and then every probeEvery windows, the limit probes: it halves the tasks in
-// flight, window after window, while each halving cuts M by more than a quarter and keeps
-// the throughput above keepRate of the last (the mark of a queue relieved), takes B afresh
-// from the last two windows, and sets the limit from the throughput it had before the probe:
-// headroom·X·B, or the limit it had if it was not congested then. A probe that finds B where
-// it was doubles the time to the next one, up to maxProbeEvery windows. A probe holds the
-// limit below the resource's capacity for a window or two.
+// flight, window after window, while the throughput stays above keepRate of the last (the
+// tasks taken away only waited, inside the resource or for a processor), and takes B afresh
+// from the last two windows. It then sets the limit headroom above the fewest tasks in flight
+// that kept the throughput; if the first halving already lost throughput, back to the limit
+// before the probe, but no more than headroom above the tasks in flight then (raising a limit
+// far above them would buy nothing and start a worker for each queued task at once). So a
+// pool that uses fewer workers than its limit sees the limit come down to a quarter above
+// what it uses, and grow again, a quarter per window, when it needs more. A probe that finds
+// B where it was doubles the time to the next one, up to maxProbeEvery windows. A probe holds
+// the limit below the resource's capacity for a window or two.
 //
 // Time is a parameter: windows read Config.Now at their first completion and their last,
 // and run times are measured by the caller.
@@ -67,18 +76,19 @@ import (
 // Constants of the control law; see the package comment for their roles. Why these values:
 // measurements.md (internal/worker), "The adaptive limit".
 const (
-	headroom      = 1.25 // the limit kept above the tasks the throughput needs at run time B
-	inflated      = 1.1  // a mean run time above inflated·B is queueing
-	keepRate      = 0.8  // and whose throughput stays above keepRate of the last one's
-	probeCut      = 0.75 // a halving whose mean run time falls below probeCut of the last one halves again
-	minWindow     = 32   // completions in the smallest window
-	maxWindow     = 1024 // and in the largest
-	windowPerTask = 4    // completions per task the limit allows, between those bounds
-	probeEvery    = 32   // windows between probes while B moves
-	maxProbeEvery = 512  // windows between probes while each probe finds B where it was
-	sameBase      = 0.25 // a probe's B within this fraction of the last is where it was
-	deadBand      = 0.1  // a target within this fraction of the limit leaves it where it is
-	bigCut        = 0.9  // a cut expected to shorten run times to this fraction or less is checked
+	headroom       = 1.25 // the limit kept above the tasks the throughput needs at run time B
+	inflated       = 1.1  // a mean run time above inflated·B is queueing
+	keepRate       = 0.9  // and whose throughput stays above keepRate of the last one's
+	minWindow      = 32   // completions in the smallest window
+	maxWindow      = 1024 // and in the largest
+	windowPerTask  = 4    // completions per task the limit allows, between those bounds
+	probeEvery     = 32   // windows between probes while B moves
+	maxProbeEvery  = 512  // windows between probes while each probe finds B where it was
+	sameBase       = 0.25 // a probe's B within this fraction of the last is where it was
+	gainShare      = 0.25 // a raise must bring this share of its proportional throughput gain
+	plateauWindows = 4    // windows without a raise after one that brought none
+	deadBand       = 0.1  // a target within this fraction of the limit leaves it where it is
+	bigCut         = 0.9  // a cut expected to shorten run times to this fraction or less is checked
 )
 
 // Config is what a Limit acts on.
@@ -111,6 +121,11 @@ type Limit struct {
 	windows int  // windows since the last probe
 	every   int  // windows between probes
 	doubt   bool // the last window called for a cut, which waits for a second opinion
+	// After a raise: the limit and the throughput before it (0: no raise to check); and the
+	// windows left before the next raise may be tried.
+	grewFrom int
+	grewRate float64
+	plateau  int
 	// After a cut: the mean run time the window before it measured, and the ratio of mean
 	// run times the cut should bring if tasks queued (0: no cut to check).
 	cutMean time.Duration
@@ -120,6 +135,7 @@ type Limit struct {
 	// and throughput before the probe began.
 	last     time.Duration
 	lastRate float64
+	held     float64 // the fewest tasks in flight that kept the throughput; 0: none yet
 	preN     int
 	preMean  time.Duration
 	preRate  float64
@@ -269,17 +285,35 @@ func (l *Limit) step(mean time.Duration, rate float64) {
 		l.startProbe(mean, rate)
 		return
 	}
+	if l.grewFrom != 0 {
+		// The window after a raise: more tasks in flight that did not raise the throughput
+		// by a quarter of their share only wait (for a processor, say, as tasks that
+		// compute do). Back, and no raise for a few windows.
+		from, fromRate := l.grewFrom, l.grewRate
+		l.grewFrom = 0
+		if rate < fromRate*(1+gainShare*(float64(l.limit)/float64(from)-1)) {
+			l.plateau = plateauWindows
+			l.set(l.clamp(from))
+			return
+		}
+	}
+	if l.plateau > 0 {
+		l.plateau--
+	}
 	target := headroom * rate * l.base.Seconds()
 	n := l.limit
 	doubt := l.doubt
 	l.doubt = false
 	switch {
-	case target >= max(float64(l.limit+1), (1+deadBand)*float64(l.limit)) &&
-		float64(mean) <= headroom/(1+deadBand)*float64(l.base):
+	case target >= (1+deadBand)*float64(l.limit) &&
+		float64(mean) <= headroom/(1+deadBand)*float64(l.base) && l.plateau == 0:
 		// The second test is the first with the tasks in flight (rate·mean by Little's
 		// law) capped at the limit: completions that bunch up in a window can make the
 		// rate read high, but no more tasks than the limit were in flight.
 		n = min(int(math.Ceil(target)), max(l.limit+1, int(headroom*float64(l.limit))))
+		if n = l.clamp(n); n > l.limit {
+			l.grewFrom, l.grewRate = l.limit, rate
+		}
 	case target <= (1-deadBand)*float64(l.limit) && float64(mean) > inflated*float64(l.base):
 		if !doubt {
 			// One window may be slow for reasons that pass (a pause of the process, a
@@ -298,10 +332,10 @@ func (l *Limit) step(mean time.Duration, rate float64) {
 
 // startProbe records the state before a probe and halves the limit. Callers hold l.mu.
 func (l *Limit) startProbe(mean time.Duration, rate float64) {
-	l.cutTo, l.windows = 0, 0
+	l.cutTo, l.windows, l.grewFrom = 0, 0, 0
 	l.probing = true
 	l.last, l.preN, l.preMean, l.preRate = mean, l.limit, mean, rate
-	l.lastRate = rate
+	l.lastRate, l.held = rate, 0
 	l.set(l.halved(mean, rate))
 }
 
@@ -322,12 +356,12 @@ func (l *Limit) probe(mean time.Duration, rate float64) {
 			return
 		}
 		l.last, l.preN, l.preMean, l.preRate = mean, l.limit, mean, rate
-		l.lastRate = rate
+		l.lastRate, l.held = rate, 0
 	}
-	// Halving the tasks in flight relieved a queue if run times fell as much and the
-	// throughput held: the resource kept as busy with half the tasks.
-	if l.preN != l.limit && float64(mean) < probeCut*float64(l.last) && rate >= keepRate*l.lastRate &&
-		l.limit > l.floor {
+	// The throughput held with half the tasks in flight: the other half only waited,
+	// inside the resource (run times fell as much) or for a processor. Halve again.
+	if l.preN != l.limit && rate >= keepRate*l.lastRate && l.limit > l.floor {
+		l.held = min(float64(l.limit), rate*mean.Seconds())
 		l.last, l.lastRate = mean, rate
 		l.set(l.halved(mean, rate))
 		return
@@ -335,25 +369,27 @@ func (l *Limit) probe(mean time.Duration, rate float64) {
 	base := min(mean, l.last)
 	l.probing = false
 	if l.base > 0 && math.Abs(float64(base-l.base)) <= sameBase*float64(l.base) {
-		// B is where it was: back to the limit before the probe, which the windows
-		// before it had chosen with that B.
 		l.every = min(2*l.every, maxProbeEvery)
 		l.base = min(l.base, base)
-		l.set(l.clamp(max(l.preN, l.limit)))
+	} else {
+		l.every = probeEvery
+		if l.base == 0 || base < l.base {
+			l.base = base
+		} else {
+			l.raiseBase(base)
+		}
+	}
+	if l.held == 0 {
+		// The first halving already cost throughput: every task in flight was needed.
+		// Back to the limit before the probe, but no more than headroom above the tasks
+		// that were in flight then: a limit far above them buys nothing, and raising the
+		// limit starts a worker for each queued task at once.
+		inFlight := min(float64(l.preN), l.preRate*l.preMean.Seconds())
+		l.set(l.clamp(max(min(l.preN, int(math.Ceil(headroom*inFlight))), l.limit)))
 		return
 	}
-	l.every = probeEvery
-	if l.base == 0 || base < l.base {
-		l.base = base
-	} else {
-		l.raiseBase(base)
-	}
-	n := l.preN
-	target := headroom * l.preRate * l.base.Seconds()
-	if target > float64(n) || float64(l.preMean) > inflated*float64(base) {
-		n = min(int(math.Ceil(target)), max(n+1, int(headroom*float64(n))))
-	}
-	l.set(l.clamp(max(n, l.limit)))
+	// The fewest tasks in flight that kept the throughput, with the headroom.
+	l.set(l.clamp(max(int(math.Ceil(headroom*l.held)), l.limit)))
 }
 
 // clamp bounds n by the floor and the ceiling. Callers hold l.mu.
