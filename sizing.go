@@ -39,14 +39,17 @@ const CPUs = -1
 // counted once the tasks running when the limit last changed have finished) it compares the
 // median run time with the shortest seen, and the throughput with what that shortest run
 // time needs. The limit grows while throughput fills it without run times rising, by up to
-// a quarter per window, and falls when run times grow with the number running (two windows
-// in a row), by up to half per window. The first windows halve the limit until run times
-// stop falling, so a pool started far above the resource's capacity comes down in a few
-// windows: from a ceiling of 256 to a resource of 16 slots of 2 ms, in about 0.3 s; after a
-// change of the resource's capacity it follows within tens of windows. A change of the limit
-// happens at most once per window, so a limit of n moves at most once per min(max(32, 4n),
-// 1024) completions. Every 32 to 512 windows the limit probes: it halves the tasks in flight for a
-// window or two, to measure again how long a task runs when nothing queues.
+// a quarter per window (a raise that brings no more throughput is undone), and falls when
+// run times grow with the number running (two windows in a row), by up to half per window.
+// The first windows halve the tasks in flight while the throughput holds, so a pool started
+// far above the resource's capacity comes down in a few windows: from a ceiling of 256 to a
+// resource of 16 slots of 2 ms, in about 0.3 s; after a change of the resource's capacity
+// it follows within tens of windows. A change of the limit happens at most once per window,
+// so a limit of n moves at most once per min(max(32, 4n), 1024) completions. Every 32 to
+// 512 windows the limit probes in the same way, holding the tasks in flight at half for a
+// window or two. A pool that runs fewer tasks than its limit allows sees the limit come
+// down to about a quarter above what it runs, and grow again, by up to a quarter per
+// window, when more tasks wait.
 //
 // [Stats].MaxWorkers reports the current limit, and the limit is what [Pool.Resize]
 // promises: no task starts while MaxWorkers or more run. The pool starts at the ceiling.
@@ -57,14 +60,15 @@ const CPUs = -1
 // sub-pool (which may have its own WithAdaptiveLimit), not by its parent.
 //
 // When not to use it: tasks that compute (their run time does not grow with the number
-// running, since the processors only take turns between tasks; the limit stays near the
-// ceiling: use [CPUs]); tasks whose run times differ widely from task to task for reasons
-// other than load (a mix of quick and slow kinds on one pool reads as queueing: give each
-// kind a pool or sub-pool); and pools that run a few tasks a second, which need many
-// seconds per window. The limit only reacts to run times, so a resource that fails fast
-// under overload (errors instead of slowness) is not seen as overloaded. And a process short
-// of processors makes its tasks wait for one after their call returns: the limit reads that
-// as slowness too, and may stay below the resource's capacity while it lasts.
+// running, since the processors take turns between tasks, so only the throughput tells;
+// [CPUs] knows the answer without measuring); tasks whose run times differ widely from task
+// to task for reasons other than load (a mix of quick and slow kinds on one pool reads as
+// queueing: give each kind a pool or sub-pool); and pools that run a few tasks a second,
+// which need many seconds per window. The limit only reacts to run times and throughput,
+// so a resource that fails fast under overload (errors instead of slowness) is not seen as
+// overloaded. And a process short of processors makes its tasks wait for one after their
+// call returns: the limit reads that as slowness too, and may stay below the resource's
+// capacity while it lasts.
 //
 // Without this option a pool reads no clock per task and spends nothing on it. With it, each
 // task costs two clock readings and a few atomic operations. It panics if min is less than 1.
