@@ -288,12 +288,13 @@ func (l *Limit) step(mean time.Duration, rate float64) {
 	if l.grewFrom != 0 {
 		// The window after a raise: more tasks in flight that did not raise the throughput
 		// by a quarter of their share only wait (for a processor, say, as tasks that
-		// compute do). Back, and no raise for a few windows.
+		// compute do). Back halfway (a raise from just below the resource's capacity
+		// brings little, yet its first steps were needed), and no raise for a few windows.
 		from, fromRate := l.grewFrom, l.grewRate
 		l.grewFrom = 0
 		if rate < fromRate*(1+gainShare*(float64(l.limit)/float64(from)-1)) {
 			l.plateau = plateauWindows
-			l.set(l.clamp(from))
+			l.set(l.clamp(from + (l.limit-from)/2))
 			return
 		}
 	}
