@@ -403,3 +403,54 @@ func TestStopLeavesNoSizingTimer(t *testing.T) {
 	}
 	awaitGoroutines(t, "goroutines after the pools stopped", base)
 }
+
+// TestAdaptiveLimitKeepsHooksHistogramsAndKeyed: on an adaptive pool with hooks and latency
+// histograms, the hooks and histograms still see every task, keyed tasks run one at a time
+// per key and all of them run, and the limit still moves.
+func TestAdaptiveLimitKeepsHooksHistogramsAndKeyed(t *testing.T) {
+	t.Parallel()
+	var started, finished atomic.Int64
+	p := crew.New(64, crew.WithAdaptiveLimit(2), crew.WithLatencyHistograms(),
+		crew.WithHooks(crew.Hooks{
+			Started:  func(crew.TaskInfo) { started.Add(1) },
+			Finished: func(crew.TaskInfo) { finished.Add(1) },
+		}))
+	log := newLimitLog(t, p, 2)
+	res := newSlots(4)
+	k := crew.NewKeyed[int](p)
+	n := 3000
+	if testing.Short() {
+		n = 1500
+	}
+	var keyedRan atomic.Int64
+	var perKey [4]atomic.Int32
+	for i := range n {
+		mark := log.mark()
+		must(t, p.Submit(func() {
+			log.start(mark)
+			defer log.end()
+			res.call(200 * time.Microsecond)
+		}))
+		if i%10 == 0 {
+			key := i % 4
+			must(t, k.Submit(key, func() {
+				if perKey[key].Add(1) != 1 {
+					t.Errorf("two tasks of key %d at once", key)
+				}
+				time.Sleep(10 * time.Microsecond)
+				perKey[key].Add(-1)
+				keyedRan.Add(1)
+			}))
+		}
+	}
+	p.StopAndWait()
+	s := p.Stats()
+	if want := int64(n + n/10); keyedRan.Load()+int64(n) != want {
+		t.Fatalf("%d keyed tasks ran, want %d", keyedRan.Load(), n/10)
+	}
+	if started.Load() != finished.Load() || uint64(finished.Load()) != s.Completed || s.RunTime.Count != s.Completed {
+		t.Fatalf("Started %d, Finished %d, RunTime.Count %d, Completed %d: want them equal",
+			started.Load(), finished.Load(), s.RunTime.Count, s.Completed)
+	}
+	log.check(t)
+}
