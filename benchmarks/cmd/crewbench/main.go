@@ -139,11 +139,12 @@ Flags:
 }
 
 // defaultSuites are the suites a run takes when -suite names none: all of them with -full; the
-// quick run leaves the sweep out, whose quick points alone take minutes, unless -suite names it.
+// quick run leaves out those whose quick selection alone takes minutes (suite.onlyNamed: the
+// sweep, the adaptive limit), unless -suite names them.
 func defaultSuites(full bool) []suite {
 	var out []suite
 	for _, s := range suites {
-		if full || s.name != sweepSuite.name {
+		if full || !s.onlyNamed {
 			out = append(out, s)
 		}
 	}

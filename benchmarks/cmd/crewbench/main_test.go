@@ -30,7 +30,7 @@ func TestCrewIsAlwaysAddedToContenders(t *testing.T) {
 
 // TestCommandLineNamesOnlyWhatDiffersFromTheDefaults checks the command a run records in
 // raw.txt and the tables: the README's plain command records no -suite, though the quick run
-// leaves the sweep out, and a chosen suite is named.
+// leaves the sweep and the adaptive suite out, and a chosen suite is named.
 func TestCommandLineNamesOnlyWhatDiffersFromTheDefaults(t *testing.T) {
 	for args, want := range map[string]string{
 		"":                  "go run ./cmd/crewbench -count 5",

@@ -26,6 +26,9 @@ type suite struct {
 	// quickScenarios are the scenarios the quick filter keeps, as the tables name them: what
 	// the README's chart shows (TestReadmeChartIsTheQuickRun).
 	quickScenarios []string
+	// onlyNamed keeps the suite out of the quick run unless -suite names it: its quick
+	// selection alone takes minutes (the sweep, the adaptive limit's ten-second phases).
+	onlyNamed bool
 	// quickTime and fullTime are the -test.benchtime of each kind of run. The quick run gives
 	// every suite a fixed count (1x, 50000x), so its length does not depend on go test's
 	// search for b.N.
@@ -98,7 +101,8 @@ var suites = []suite{
 		about:      "crew with WithAdaptiveLimit (crew) against fixed limits of C/4, C, 4C and 16C: tasks calling a service of C = 16 slots of 2 ms, fed without pause, for 5 s, then of 64 slots for 5 s (time per task over both; c16-run-ms is the mean run time once settled), and AES-CBC of 8 kB from ten submitters per processor with C = GOMAXPROCS (the adaptive pool's ceiling 10,000).",
 		contenders: adaptiveContenders,
 		metric:     "c16-run-ms",
-		quick:      "./.", quickTime: "300ms", fullTime: "1s",
+		quick:      "./.", quickTime: "1x", fullTime: "1s",
+		onlyNamed: true, // five contenders of two ten-second phases a pass
 	},
 	sweepSuite,
 }

@@ -30,6 +30,7 @@ var sweepSuite = suite{
 	about:      "pond's two tasks (sleep 10ms, rand.Float64) on a fresh pool per run, its creation measured, varying one dimension at a time from a base: the tasks of a run, the pool's workers, the users that submit the tasks between them.",
 	contenders: benchsuites.SweepContenders,
 	quick:      benchsuites.SweepQuickFilter(), quickTime: "1x", fullTime: "1x",
+	onlyNamed: true,
 }
 
 // sweepAxis is one dimension of the sweep.
