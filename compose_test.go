@@ -23,34 +23,15 @@ func TestPauseStormWithPrioritisedSubPoolsLosesNoTask(t *testing.T) {
 		stop := make(chan struct{})
 		var wg sync.WaitGroup
 		for i := range 4 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for j := 0; ; j++ {
-					select {
-					case <-stop:
-						return
-					default:
-					}
-					if subs[(i+j)%len(subs)].Submit(func() { ran.Add(1) }) == nil {
-						accepted.Add(1)
-					}
+			j := 0
+			repeatUntil(&wg, stop, func() {
+				if subs[(i+j)%len(subs)].Submit(func() { ran.Add(1) }) == nil {
+					accepted.Add(1)
 				}
-			}()
+				j++
+			})
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				p.Pause()
-				p.Resume()
-			}
-		}()
+		repeatUntil(&wg, stop, func() { p.Pause(); p.Resume() })
 		time.Sleep(100 * time.Millisecond)
 		p.Stop()
 		close(stop)
@@ -74,19 +55,8 @@ func TestChainOfSubPoolsDrainsAfterResizeAndPauseStorms(t *testing.T) {
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	storm := func(f func(r *rand.Rand)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r := rand.New(rand.NewPCG(1, 2))
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				f(r)
-			}
-		}()
+		r := rand.New(rand.NewPCG(1, 2))
+		repeatUntil(&wg, stop, func() { f(r) })
 	}
 	for _, q := range pools {
 		storm(func(r *rand.Rand) { q.Resize(1 + r.IntN(4)) })
@@ -212,32 +182,9 @@ func TestStatsCountEachTaskOnceWhilePausing(t *testing.T) {
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				_ = p.Submit(func() {})
-			}
-		}()
+		repeatUntil(&wg, stop, func() { _ = p.Submit(func() {}) })
 	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			p.Pause()
-			p.Resume()
-		}
-	}()
+	repeatUntil(&wg, stop, func() { p.Pause(); p.Resume() })
 	deadline := time.Now().Add(200 * time.Millisecond)
 	for time.Now().Before(deadline) {
 		s := p.Stats()
