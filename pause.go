@@ -33,14 +33,6 @@ func (p *Pool) Resume() {
 	p.core.e.Resume()
 }
 
-// wakeSubs lets p's sub-pools, and theirs, start what p no longer holds back.
-func (p *Pool) wakeSubs() {
-	for _, c := range p.subs() {
-		c.core.e.Redispatch()
-		c.wakeSubs()
-	}
-}
-
 // Pause stops calls from starting until Resume; see [Pool.Pause].
 func (p *FuncPool[T]) Pause() {
 	checkFuncPool(p, "Pause")

@@ -86,7 +86,6 @@ func New(maxWorkers int, opts ...Option) *Pool {
 	ec := engineConfig(c, runTask)
 	ec.RunInline = runTaskInline
 	reporting(&ec)
-	ec.Woke = p.wakeSubs
 	ec.Weight = taskWeight
 	ec.Level = taskLevel
 	p.core.init(c, ec, nil, p.halt, unobserved)
@@ -257,7 +256,6 @@ func (p *Pool) Sub(maxWorkers int, opts ...Option) *Pool {
 		}
 	}
 	ec.Parent = p.core.e
-	ec.Woke = child.wakeSubs
 	p.core.e.Hold()
 	ec.Exited = func() {
 		p.core.e.Release()

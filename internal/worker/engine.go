@@ -122,10 +122,6 @@ type Config[T any] struct {
 	// its own limit, pause, rate and priority, and so on up; a worker that goes on to another
 	// task of this engine asks Parent.Admits first. See pause.go.
 	Parent Gate
-	// Woke, when set, is called with no lock held after a Resume, a rate token falling due or
-	// a rate change lifted a reason to hold starts back, so that sub-pools whose starts this
-	// engine held back dispatch too.
-	Woke func()
 	// Overflow is what a blocking Submit does on a full queue; see overflow.go.
 	Overflow Overflow
 	// MaxWait bounds how long Block and CallerRuns wait for room; 0: no bound.

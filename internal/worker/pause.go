@@ -75,8 +75,9 @@ func (e *Engine[T]) Pause() {
 	e.mu.Unlock()
 }
 
-// Resume lifts a Pause and starts what may start, then calls Config.Woke so that sub-pools
-// held back by the pause start theirs. Resuming an engine that is not paused does nothing.
+// Resume lifts a Pause and starts what may start. Sub-pools need no call: a pause never holds
+// their hand-outs back, only their forwarded workers, which wait in this engine's queue.
+// Resuming an engine that is not paused does nothing.
 func (e *Engine[T]) Resume() {
 	e.mu.Lock()
 	if !e.paused.Load() {
@@ -88,16 +89,12 @@ func (e *Engine[T]) Resume() {
 	starts := e.dispatch()
 	e.mu.Unlock()
 	e.launchAll(starts)
-	if e.cfg.Woke != nil {
-		e.cfg.Woke()
-	}
 }
 
 // Paused reports whether the engine is paused.
 func (e *Engine[T]) Paused() bool { return e.paused.Load() }
 
-// Redispatch starts what may start. An engine whose ancestor lifted a reason to hold starts
-// back calls it, through the ancestor's Config.Woke.
+// Redispatch starts what may start: the rate timer's call once a token is due.
 func (e *Engine[T]) Redispatch() {
 	e.mu.Lock()
 	starts := e.dispatch()

@@ -10,8 +10,8 @@ import (
 //
 // A throttled task waits in the queue, never on a worker: mayStart says no and the task stays
 // queued, and when the bucket runs dry one timer is armed for the moment the next token falls
-// due; it calls dispatch (and Config.Woke for sub-pools held back by this bucket). The bucket
-// starts full, holds at most burst tokens and gains perSecond a second, and every start takes
+// due; it calls dispatch. Sub-pools need no call: their forwarded workers wait in this
+// engine's queue. The bucket starts full, holds at most burst tokens and gains perSecond a second, and every start takes
 // one, so over any window of length T at most burst + perSecond·T tasks start. A token taken
 // for a start that then finds no worker free is not given back: the bound holds, the rate
 // only dips.
@@ -109,17 +109,11 @@ func (e *Engine[T]) SetRate(perSecond float64, burst int) {
 		old.stop()
 	}
 	e.launchAll(starts)
-	if e.cfg.Woke != nil {
-		e.cfg.Woke()
-	}
 }
 
 // rateDue is the bucket timer's call: a token is due, so start what may start.
 func (e *Engine[T]) rateDue() {
 	e.Redispatch()
-	if e.cfg.Woke != nil {
-		e.cfg.Woke()
-	}
 }
 
 // stopRate disarms the rate timer of an engine that has exited. Callers hold e.mu.

@@ -31,7 +31,6 @@ func (e *Engine[T]) stop(remove bool) []T {
 	}
 	e.stopped = true
 	close(e.done)
-	wasPaused := e.paused.Load()
 	starts := e.resumeForStop()
 	idle := e.idle
 	e.idle = nil
@@ -41,9 +40,6 @@ func (e *Engine[T]) stop(remove bool) []T {
 	wakeAll(idle)
 	e.launchAll(starts)
 	decideAll(refused, Stopped)
-	if wasPaused && e.cfg.Woke != nil {
-		e.cfg.Woke()
-	}
 	return out
 }
 
