@@ -18,37 +18,40 @@ import (
 // submit admits arg, waiting for room in a full bounded queue if wait is set, and returns
 // the error the API promises.
 func (c *core[T]) submit(arg T, wait bool) error {
-	return c.result(c.admit(arg, wait, nil), nil)
+	return c.result(c.admit(arg, wait, nil, false), nil)
 }
 
-// submitContext admits arg, waiting for room in a full bounded queue until ctx ends.
-func (c *core[T]) submitContext(ctx context.Context, arg T) error {
+// submitContext admits arg, waiting for room in a full bounded queue until ctx ends; with
+// here set, the submitter holds a slot of the pool and runs arg itself instead of waiting
+// (see worker.Engine.SubmitOrRun and help.go).
+func (c *core[T]) submitContext(ctx context.Context, arg T, here bool) error {
 	if ctx == nil {
 		panic("crew: SubmitContext: ctx must not be nil")
 	}
-	return c.result(c.admit(arg, true, ctx), ctx)
+	return c.result(c.admit(arg, true, ctx, here), ctx)
 }
 
 // admit is the one door: it offers arg to the engine, waiting for room in a full bounded
-// queue if wait is set, until ctx (which may be nil) ends. With hooks, Queued is called
+// queue if wait is set, until ctx (which may be nil) ends. With here set, the submitter holds
+// a slot of the pool and runs arg itself where it would wait. With hooks, Queued is called
 // before the offer and Rejected after a refusal.
-func (c *core[T]) admit(arg T, wait bool, ctx context.Context) worker.Result {
+func (c *core[T]) admit(arg T, wait bool, ctx context.Context, here bool) worker.Result {
 	// The common case, no hooks, no context, no WithContext to watch and no limit following
 	// GOMAXPROCS, goes straight to the engine: small enough to be inlined into submit, it
 	// keeps Submit and Invoke one call from the engine, as before there was one door.
-	if c.obs != nil || ctx != nil || len(c.watches) != 0 || c.sizing.follow.Load() {
-		return c.admitGuarded(arg, wait, ctx)
+	if c.obs != nil || ctx != nil || here || len(c.watches) != 0 || c.sizing.follow.Load() {
+		return c.admitGuarded(arg, wait, ctx, here)
 	}
 	return c.e.Submit(arg, wait, nil)
 }
 
-// admitGuarded is admit with hooks, a context, watched contexts or a limit following
-// GOMAXPROCS.
-func (c *core[T]) admitGuarded(arg T, wait bool, ctx context.Context) worker.Result {
+// admitGuarded is admit with hooks, a context, a submitter holding a slot, watched contexts
+// or a limit following GOMAXPROCS.
+func (c *core[T]) admitGuarded(arg T, wait bool, ctx context.Context, here bool) worker.Result {
 	if c.obs != nil {
-		return c.admitObserved(arg, wait, ctx)
+		return c.admitObserved(arg, wait, ctx, here)
 	}
-	return c.offer(arg, wait, ctx)
+	return c.offer(arg, wait, ctx, here)
 }
 
 // admitObserved is admit with the Queued and Rejected hooks.
@@ -57,7 +60,7 @@ func (c *core[T]) admitGuarded(arg T, wait bool, ctx context.Context) worker.Res
 // it never sees the refusal. A door that counted its task before offering it (a group's
 // function) would wait for it for ever, so the task is told (counted.uncount): it ends as a
 // function that called runtime.Goexit (TestGoexitInEachHookOnEachDoor).
-func (c *core[T]) admitObserved(arg T, wait bool, ctx context.Context) (r worker.Result) {
+func (c *core[T]) admitObserved(arg T, wait bool, ctx context.Context, here bool) (r worker.Result) {
 	settled := false
 	defer func() {
 		if !settled {
@@ -67,7 +70,7 @@ func (c *core[T]) admitObserved(arg T, wait bool, ctx context.Context) (r worker
 		}
 	}()
 	c.queued()
-	if r = c.offer(arg, wait, ctx); r != worker.Accepted {
+	if r = c.offer(arg, wait, ctx, here); r != worker.Accepted {
 		c.rejected(c.result(r, ctx))
 	}
 	settled = true
@@ -92,7 +95,7 @@ func (c *core[T]) rejected(err error) {
 
 // offer hands arg to the engine, unless the pool's or a watched context has ended. Under CPUs
 // it arms the reading of GOMAXPROCS (poke).
-func (c *core[T]) offer(arg T, wait bool, ctx context.Context) worker.Result {
+func (c *core[T]) offer(arg T, wait bool, ctx context.Context, here bool) worker.Result {
 	var done <-chan struct{}
 	if ctx != nil {
 		if ctx.Err() != nil {
@@ -107,6 +110,9 @@ func (c *core[T]) offer(arg T, wait bool, ctx context.Context) worker.Result {
 		return worker.Stopped
 	}
 	c.poke()
+	if here && wait {
+		return c.e.SubmitOrRun(arg, done)
+	}
 	return c.e.Submit(arg, wait, done)
 }
 

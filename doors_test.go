@@ -79,14 +79,25 @@ func onGroup(name string, all bool, goFn func(g *crew.Group, fn func(context.Con
 			if all {
 				mk = p.GroupAll
 			}
+			// Wait ends a group (its context is canceled, so functions given after it would
+			// be skipped): the sends after a wait go to a new group.
+			var mu sync.Mutex
 			g, _ := mk(context.Background())
+			cur := func() *crew.Group { mu.Lock(); defer mu.Unlock(); return g }
 			return doorRun{
 				send: func(n int) {
 					for range n {
-						goFn(g, func(context.Context) error { ran.Add(1); return nil })
+						goFn(cur(), func(context.Context) error { ran.Add(1); return nil })
 					}
 				},
-				wait: g.Wait, stop: p.Stop, close: p.StopAndWait,
+				wait: func() error {
+					err := cur().Wait()
+					mu.Lock()
+					g, _ = mk(context.Background())
+					mu.Unlock()
+					return err
+				},
+				stop: p.Stop, close: p.StopAndWait,
 			}
 		}}
 }
@@ -164,14 +175,22 @@ var doors = []door{
 	{name: "Results.Go", reports: true, offersWhenStopped: true, group: true,
 		open: func(t *testing.T, opts []crew.Option, ran *atomic.Int32) doorRun {
 			p := crew.New(4, opts...)
+			var mu sync.Mutex // the sends after a wait go to new Results, as for a group
 			r, _ := crew.NewResults[int](context.Background(), p)
+			cur := func() *crew.Results[int] { mu.Lock(); defer mu.Unlock(); return r }
 			return doorRun{
 				send: func(n int) {
 					for range n {
-						r.Go(func(context.Context) (int, error) { ran.Add(1); return 1, nil })
+						cur().Go(func(context.Context) (int, error) { ran.Add(1); return 1, nil })
 					}
 				},
-				wait:  func() error { _, err := r.Wait(); return err },
+				wait: func() error {
+					_, err := cur().Wait()
+					mu.Lock()
+					r, _ = crew.NewResults[int](context.Background(), p)
+					mu.Unlock()
+					return err
+				},
 				stop:  p.Stop,
 				close: p.StopAndWait,
 			}

@@ -54,7 +54,7 @@ func (p *FuncPool[T]) TryInvoke(arg T) bool {
 func (p *FuncPool[T]) InvokeContext(ctx context.Context, arg T) error {
 	checkFuncPool(p, "InvokeContext")
 	checkCtx(ctx, "InvokeContext")
-	return p.core.submitContext(ctx, arg)
+	return p.core.submitContext(ctx, arg, false)
 }
 
 // Wait blocks until every call accepted so far has returned; see [Pool.Wait].

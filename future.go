@@ -1,29 +1,58 @@
 package crew
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"iter"
 	"slices"
 	"sync"
+
+	"github.com/crewgo/crew/internal/worker"
 )
 
-// Future is the result of a function run on a pool by [Go]. Its Wait returns what the function
-// returned, or the error that kept it from running or the [*PanicError] it panicked with.
+// Future is the result of a function run on a pool by [Go] or [GoContext]. Its Wait returns
+// what the function returned, or the error that kept it from running or the [*PanicError] it
+// panicked with.
 //
-// A Future is safe for concurrent use: any number of goroutines may call Wait and Done.
+// A Future is safe for concurrent use: any number of goroutines may call Wait, Done and
+// Cancel.
 type Future[R any] struct {
-	fn   func() (R, error)
+	fn   func() (R, error) // Go's function; nil for GoContext's, which x holds
 	val  R
 	err  error
 	wg   sync.WaitGroup // Wait blocks on it without allocating
 	mu   sync.Mutex
 	done bool
-	ch   chan struct{} // made on demand by Done
-	// outs are the channels of the ranges over Completed waiting for f, each sent f once.
-	// Made on demand, as ch is, so a Future holds one word for them and Go's one allocation
-	// stays in the 80-byte size class (TestGoAllocatesEightyBytes).
-	outs *[]chan<- *Future[R]
+	// claim decides who takes the queued function: a worker, Cancel, StopNow or a wait that
+	// runs it itself (life.go). It sits in done's word.
+	claim claim
+	// x is GoContext's part: the function, its context and the wait that may run it; nil for
+	// Go. watch holds what Done and Completed wait on, made on demand. Both are pointers, so
+	// that a Future holds one word for each and Go's one allocation stays in the 80-byte size
+	// class (TestGoAllocatesEightyBytes).
+	x     *futureCall[R]
+	watch *watchers[R]
+}
+
+// watchers are the channels of a future's Done and of the ranges over Completed waiting for
+// it.
+type watchers[R any] struct {
+	ch   chan struct{}
+	outs []chan<- *Future[R] // each sent the future once
+}
+
+// futureCall is GoContext's part of a Future.
+type futureCall[R any] struct {
+	fn       func(context.Context) (R, error)
+	c        call // the context fn receives
+	cancel   context.CancelCauseFunc
+	unfollow func() bool // stops c's context from following the pool's Shutdown (life.go)
+	h        helper      // Wait runs fn itself when made inside a function of the pool
+	// labels: ctx carries pprof labels, which fn runs under on a worker (labels.go); enter
+	// is the pool's Context hook, or nil.
+	labels bool
+	enter  enter
 }
 
 // closed is the channel Done returns for a future that finished before anyone asked for one.
@@ -40,7 +69,8 @@ var errGoexit = errors.New("crew: task called runtime.Goexit")
 // a bounded queue is full. If p does not accept the task (it is stopped, or its non-blocking
 // queue is full), fn never runs and Wait returns [ErrStopped] or [ErrQueueFull] at once; a nil
 // fn gives [ErrNilTask]. A panic in fn is returned by Wait as a [*PanicError]; it does not reach
-// the pool's panic handler. It panics if p is nil.
+// the pool's panic handler. [Future.Cancel] takes fn out before it starts. It panics if p is
+// nil.
 //
 // Go allocates the Future and nothing else per call.
 func Go[R any](p *Pool, fn func() (R, error)) *Future[R] {
@@ -50,20 +80,88 @@ func Go[R any](p *Pool, fn func() (R, error)) *Future[R] {
 	f := &Future[R]{fn: fn}
 	f.wg.Add(1)
 	if fn == nil {
-		f.finish(*new(R), ErrNilTask)
+		f.refuse(ErrNilTask)
 		return f
 	}
 	if err := p.core.submit(f, true); err != nil {
-		f.finish(*new(R), err)
+		f.refuse(err)
+	}
+	return f
+}
+
+// GoContext runs fn on p with a context derived from ctx and returns a Future for its result,
+// as [Go] does. If ctx ends before a worker takes fn, fn never runs: it is skipped (counted in
+// [Stats].Skipped) and Wait returns [context.Cause] of ctx. Once fn runs, its context ends when
+// ctx does, when [Pool.Shutdown]'s deadline passes (cause [ErrStopped]) and, under
+// [WithTaskTimeout], when fn has run that long. While p's bounded queue is full, GoContext
+// waits for room until ctx ends, like [Pool.SubmitContext]; if ctx has already ended, fn is
+// not accepted and Wait returns ctx's cause at once.
+//
+// Called inside a function running on p (or on a sub-pool of p) with the context crew gave it,
+// Wait runs fn itself if no worker has taken it yet, and GoContext runs fn itself where p's
+// full bounded queue would make it wait: see the package documentation, "Waits that help".
+// A panic in fn is returned by Wait as a [*PanicError]. GoContext panics if ctx or p is nil.
+func GoContext[R any](ctx context.Context, p *Pool, fn func(context.Context) (R, error)) *Future[R] {
+	if p == nil {
+		panic("crew: GoContext: p must not be nil")
+	}
+	checkCtx(ctx, "GoContext")
+	f := &Future[R]{}
+	f.wg.Add(1)
+	if fn == nil {
+		f.refuse(ErrNilTask)
+		return f
+	}
+	if ctx.Err() != nil {
+		p.core.admit(f, true, ctx, false) // counted as Canceled, and seen by the hooks
+		f.refuse(causeOf(ctx))
+		return f
+	}
+	x := &futureCall[R]{fn: fn}
+	var fctx context.Context
+	fctx, x.cancel = context.WithCancelCause(ctx)
+	x.c = call{Context: fctx, pool: p}
+	x.unfollow = p.core.hard.follow(x.cancel)
+	x.h.init(ctx, p)
+	x.labels = hasLabels(ctx)
+	x.enter = p.core.obs.enter()
+	f.x = x
+	switch r := p.core.admit(f, true, ctx, x.h.helps()); r {
+	case worker.Accepted:
+	case worker.Canceled:
+		f.refuse(causeOf(ctx))
+	default:
+		f.refuse(p.core.result(r, ctx))
 	}
 	return f
 }
 
 // Wait blocks until the function has returned and then returns its result. The return of the
-// function synchronizes before the return of Wait.
+// function synchronizes before the return of Wait. A future of [GoContext] made inside a
+// function of the pool runs its function on the calling goroutine if no worker has taken it
+// yet.
 func (f *Future[R]) Wait() (R, error) {
+	if f.x != nil && f.x.h.helps() && f.claim.state.Load() == queued && f.x.h.slot.running() && f.lend() {
+		f.x.c.pool.core.e.RunClaimed(f)
+	}
 	f.wg.Wait()
 	return f.val, f.err
+}
+
+// Cancel keeps the function from running if no worker has taken it yet, and reports whether
+// it did: Wait then returns [context.Canceled] at once, and the function never runs. It
+// reports false if the function has started (or ended, or was never accepted): it then runs
+// to its end, and Wait returns what it returns. A Cancel racing with the start is decided
+// once, one way. Cancel takes constant time and never blocks: the function's place in the
+// queue is freed when a worker reaches it, and it is counted in [Stats].Skipped then (or in
+// Returned, if [Pool.StopNow] takes it out first); until then it counts as Waiting. A second
+// Cancel reports false.
+func (f *Future[R]) Cancel() bool {
+	if !f.claim.state.CompareAndSwap(queued, canceled) {
+		return false
+	}
+	f.finish(*new(R), context.Canceled)
+	return true
 }
 
 // Done returns a channel that is closed when the function has returned, for use in a select;
@@ -71,44 +169,121 @@ func (f *Future[R]) Wait() (R, error) {
 func (f *Future[R]) Done() <-chan struct{} {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.ch == nil {
+	if f.watch == nil {
+		f.watch = new(watchers[R])
+	}
+	if f.watch.ch == nil {
 		if f.done {
-			f.ch = closed
+			f.watch.ch = closed
 		} else {
-			f.ch = make(chan struct{})
+			f.watch.ch = make(chan struct{})
 		}
 	}
-	return f.ch
+	return f.watch.ch
 }
 
 // run, panicked and goexited: a Future is a reporter (see pool.go), so its pool's engine
 // recovers a panic or a runtime.Goexit of fn and hands it to panicked or goexited.
-func (f *Future[R]) run() {
-	v, err := f.fn()
+func (f *Future[R]) run() worker.Outcome {
+	if o := f.begin(false); o != worker.Completed {
+		return o
+	}
+	if f.x != nil && f.x.labels {
+		defer labelled(f.x.c.Context)()
+	}
+	f.call()
+	return worker.Completed
+}
+
+// runOnCaller runs the function on its submitter (CallerRuns) or on a wait that took it.
+func (f *Future[R]) runOnCaller() worker.Outcome {
+	if o := f.begin(true); o != worker.Completed {
+		return o
+	}
+	f.call()
+	return worker.Completed
+}
+
+// call runs the function and finishes f with what it returns.
+func (f *Future[R]) call() {
+	if f.x == nil {
+		v, err := f.fn()
+		f.claim.state.Store(ended)
+		f.finish(v, err)
+		return
+	}
+	x := f.x
+	var v R
+	err := x.c.invoke(x.enter, func(ctx context.Context) (err error) {
+		v, err = x.fn(ctx)
+		return err
+	})
 	f.finish(v, err)
+}
+
+func (f *Future[R]) claimed() *claim { return &f.claim }
+
+// begin claims the function (claim.begin): a GoContext function whose context has ended is
+// skipped, and Wait returns the context's cause. x.c's claim follows f's, as it is the one a
+// wait made from fn's context checks (helpable).
+func (f *Future[R]) begin(inline bool) worker.Outcome {
+	var ctx context.Context
+	if f.x != nil {
+		ctx = f.x.c.Context
+	}
+	o, first := f.claim.begin(ctx, inline)
+	if first {
+		f.finish(*new(R), causeOf(ctx))
+	}
+	if o == worker.Completed && f.x != nil {
+		f.x.c.state.Store(f.claim.state.Load())
+	}
+	return o
+}
+
+// lend claims the function for a Wait that runs it itself (claim.lend).
+func (f *Future[R]) lend() bool {
+	ok, skip := f.claim.lend(f.x.c.Context)
+	if skip {
+		f.finish(*new(R), causeOf(f.x.c.Context))
+	}
+	return ok
 }
 
 func (f *Future[R]) panicked(pe *PanicError) { f.finish(*new(R), pe) }
 
 func (f *Future[R]) goexited() { f.finish(*new(R), errGoexit) }
 
+// refuse finishes f, whose function was never accepted: no party may claim it.
+func (f *Future[R]) refuse(err error) {
+	f.claim.state.Store(ended)
+	f.finish(*new(R), err)
+}
+
 func (f *Future[R]) finish(v R, err error) {
 	f.val, f.err, f.fn = v, err, nil
+	if x := f.x; x != nil {
+		x.unfollow()
+		x.cancel(nil)
+		x.c.state.Store(ended)
+	}
 	f.mu.Lock()
 	f.done = true
-	ch, outs := f.ch, f.outs
-	f.outs = nil
+	var ch chan struct{}
+	var outs []chan<- *Future[R]
+	if w := f.watch; w != nil {
+		ch, outs = w.ch, w.outs
+		w.outs = nil
+	}
 	f.mu.Unlock()
 	// The ranges over Completed hear first: whoever learns from Wait or Done that f is done,
 	// and then completes another future, completes it after f in their order.
-	if outs != nil {
-		for _, out := range *outs {
-			out <- f // never blocks: each range's channel has room for all its futures
-		}
+	for _, out := range outs {
+		out <- f // never blocks: each range's channel has room for all its futures
 	}
 	// Done's channel is closed before Wait is released, so that whoever Wait has returned to
 	// finds Done closed too (TestFutureIsSafeForConcurrentWaitAndDone).
-	if ch != nil {
+	if ch != nil && ch != closed {
 		close(ch)
 	}
 	f.wg.Done()
@@ -162,10 +337,10 @@ func Completed[R any](fs ...*Future[R]) iter.Seq[*Future[R]] {
 func (f *Future[R]) notify(out chan<- *Future[R]) {
 	f.mu.Lock()
 	if !f.done {
-		if f.outs == nil {
-			f.outs = new([]chan<- *Future[R])
+		if f.watch == nil {
+			f.watch = new(watchers[R])
 		}
-		*f.outs = append(*f.outs, out)
+		f.watch.outs = append(f.watch.outs, out)
 		f.mu.Unlock()
 		return
 	}
@@ -176,12 +351,14 @@ func (f *Future[R]) notify(out chan<- *Future[R]) {
 // forget drops out from the channels f is to be sent on.
 func (f *Future[R]) forget(out chan<- *Future[R]) {
 	f.mu.Lock()
-	if f.outs != nil {
-		*f.outs = slices.DeleteFunc(*f.outs, func(o chan<- *Future[R]) bool { return o == out })
+	if f.watch != nil {
+		f.watch.outs = slices.DeleteFunc(f.watch.outs, func(o chan<- *Future[R]) bool { return o == out })
 	}
 	f.mu.Unlock()
 }
 
+// abort ends a function taken out of the queue unrun (StopNow, DiscardOldest): the engine
+// claimed it (worker.Config.Take).
 func (f *Future[R]) abort(err error) bool {
 	f.finish(*new(R), err)
 	return true

@@ -422,8 +422,7 @@ func FuzzPoolOperations(f *testing.F) {
 			}
 		}()
 
-		// The group of opGroup, made by the first, and the Wait calls on it not yet checked.
-		var group *crew.Group
+		// The Wait calls on the groups of opGroup not yet checked.
 		var groupErrs []error // what its Wait may return besides nil
 		var waiters []<-chan error
 		waited := func(step int) {
@@ -689,15 +688,9 @@ func FuzzPoolOperations(f *testing.F) {
 				if !ok || !m.stopped && !m.roomFor(n) {
 					continue
 				}
-				if group == nil {
-					group, _ = pp.Group(context.Background())
-				}
-				g := group
-				for range 2 {
-					w := make(chan error, 1)
-					go func() { w <- g.Wait() }()
-					waiters = append(waiters, w)
-				}
+				// A group per step: a Wait ends its group (functions given after it are
+				// skipped), so the Waits start once the functions are given.
+				g, _ := pp.Group(context.Background())
 				for range n {
 					rec, fn := newTask(1, false, endReturn)
 					rec.group = true
@@ -707,6 +700,11 @@ func FuzzPoolOperations(f *testing.F) {
 						continue
 					}
 					m.accept(rec)
+				}
+				for range 2 {
+					w := make(chan error, 1)
+					go func() { w <- g.Wait() }()
+					waiters = append(waiters, w)
 				}
 			case opPause:
 				p.Pause()

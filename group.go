@@ -28,6 +28,10 @@ type Group struct {
 	// the pool's Context hook, or nil.
 	labels bool
 	enter  enter
+	// unfollow stops the group's context from following the pool's Shutdown (life.go); h
+	// lends the slot of the function the group was made in, if any, to its waits (help.go).
+	unfollow func() bool
+	h        helper
 	// running counts the functions accepted and not yet returned. It is not a sync.WaitGroup:
 	// Go may be called while Wait waits, and after Wait returned, and a WaitGroup allows
 	// neither (an Add from zero concurrent with Wait is a race, and a reuse before Wait has
@@ -49,7 +53,14 @@ type seqError struct {
 
 // Group returns a new group that runs its functions on p, and the context they receive: it is
 // derived from ctx and canceled at the first error, with that error as its [context.Cause], or
-// when Wait returns.
+// when Wait returns. Each function receives a context of its own derived from it (see
+// [WithTaskTimeout]); a function still queued when the group's context ends is skipped.
+//
+// Made inside a function running on p (or on a sub-pool of p), from the context crew gave that
+// function, the group's Wait runs the group's functions that no worker has taken yet itself,
+// in the slot the waiting function holds, and Go runs a function itself where p's full
+// bounded queue would make it wait: nested groups of any depth complete, even on a pool of
+// one worker. See the package documentation, "Waits that help".
 func (p *Pool) Group(ctx context.Context) (*Group, context.Context) {
 	checkPool(p, "Group")
 	checkCtx(ctx, "Group")
@@ -74,26 +85,33 @@ func (p *Pool) GroupAll(ctx context.Context) (*Group, context.Context) {
 func (g *Group) init(p *Pool, ctx context.Context) context.Context {
 	g.p = p
 	g.ctx, g.cancel = context.WithCancelCause(ctx)
+	g.unfollow = p.core.hard.follow(g.cancel)
+	g.h.init(ctx, p)
 	g.labels = hasLabels(ctx)
 	g.enter = p.core.obs.enter()
 	return g.ctx
 }
 
 // Go runs fn on the group's pool with the group's context. Like [Pool.Submit], it blocks only
-// while a bounded queue is full. Every function the pool accepts runs, even one that has not
-// started when the context is canceled: it then sees the canceled context, and should return
-// early. If the pool does not accept fn (it is stopped, or its non-blocking queue is full), fn
-// never runs and the refusal ([ErrStopped], [ErrQueueFull]) counts as the group's error, as
-// does [ErrNilTask] for a nil fn. A panic in fn is the group's error as a [*PanicError].
+// while a bounded queue is full. A function whose group's context has ended before a worker
+// takes it (the first error canceled it, the context the group was made from ended, or
+// Wait returned) never runs: it is skipped, counted in [Stats].Skipped, and the context's
+// [context.Cause] is its error. So once a function fails, the functions still queued are
+// skipped; a group made by [Pool.GroupAll], whose context no error cancels, runs them all. A
+// function that has started runs to its end, and should watch its context to return early. If
+// the pool does not accept fn (it is stopped, or its non-blocking queue is full), fn never runs
+// and the refusal ([ErrStopped], [ErrQueueFull]) counts as the group's error, as does
+// [ErrNilTask] for a nil fn. A panic in fn is the group's error as a [*PanicError].
 //
-// A function that calls Go on its own pool while the pool's bounded queue is full blocks, as
-// Submit would, until a worker frees room; if every worker does so at once, none is left to
-// free room and they all wait forever. Work that a task adds to its own pool should go
-// through [Group.TryGo] (and run on the calling task when refused), a pool with an unbounded
-// queue, or a sub-pool ([Pool.Sub]), whose queue is unbounded unless it is given a bound.
+// In a group made from the context crew gave a function running on the pool, Go runs fn on the
+// calling goroutine where the pool's full bounded queue would make it wait (counted in
+// [Stats].CallerRan). A group made outside any function of the pool cannot tell who calls Go: a
+// function of the pool that calls Go on it while the bounded queue is full blocks, as Submit
+// would, and if every worker does so at once they all wait for ever. Make the group inside the
+// function, from its context: see the package documentation, "Waits that help".
 //
-// Go after Wait has returned still runs fn, with the canceled context; a later Wait waits for
-// it. Go allocates one task of two words per call (three in a group made by GroupAll).
+// Go after Wait has returned skips fn, the group's context being canceled; a later Wait
+// returns its cause. Go allocates one task per call.
 func (g *Group) Go(fn func(ctx context.Context) error) {
 	seq := g.number()
 	if fn == nil {
@@ -114,9 +132,13 @@ func (g *Group) TryGo(fn func(ctx context.Context) error) bool {
 		return false
 	}
 	g.running.Add(1)
-	if g.p.core.submit(g.task(fn, g.number()), false) != nil {
+	t := g.task(fn, g.number())
+	if g.p.core.submit(t, false) != nil {
 		g.done()
 		return false
+	}
+	if g.h.helps() {
+		g.h.add(t.(lendable))
 	}
 	return true
 }
@@ -148,10 +170,19 @@ func (g *Group) submit(t task, seq uint64) {
 // launch offers t, already counted and of the Go call numbered seq, to the group's pool; a
 // refusal is the group's error and ends the count of t.
 func (g *Group) launch(t task, seq uint64) {
-	if err := g.p.core.submit(t, true); err != nil {
+	if !g.h.helps() {
+		if err := g.p.core.submit(t, true); err != nil {
+			g.fail(seq, err)
+			g.done()
+		}
+		return
+	}
+	if err := g.p.core.result(g.p.core.admit(t, true, nil, true), nil); err != nil {
 		g.fail(seq, err)
 		g.done()
+		return
 	}
+	g.h.add(t.(lendable))
 }
 
 // launchContext counts t and offers it to the group's pool, waiting for room in a full
@@ -160,8 +191,11 @@ func (g *Group) launch(t task, seq uint64) {
 // the group's error.
 func (g *Group) launchContext(ctx context.Context, t task) bool {
 	g.running.Add(1)
-	switch r := g.p.core.admit(t, true, ctx); r {
+	switch r := g.p.core.admit(t, true, ctx, g.h.helps()); r {
 	case worker.Accepted:
+		if g.h.helps() {
+			g.h.add(t.(lendable))
+		}
 		return true
 	case worker.Canceled:
 	default:
@@ -205,12 +239,16 @@ func (g *Group) await() {
 
 // Wait blocks until every function started by Go has returned, cancels the group's context,
 // and returns the first error (nil if there was none); for a group made by [Pool.GroupAll],
-// every error, joined. The return of every function synchronizes before the return of Wait.
+// every error, joined. In a group made from the context crew gave a function running on the
+// pool, Wait first runs the group's functions that no worker has taken yet on the calling
+// goroutine, newest first. The return of every function synchronizes before the return of Wait.
 // Any number of goroutines may call Wait, also while others call Go; a Go call concurrent
 // with Wait may or may not be waited for.
 func (g *Group) Wait() error {
+	g.h.help()
 	g.await()
 	g.cancel(nil)
+	g.unfollow()
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.all {
@@ -252,29 +290,50 @@ func (g *Group) end(seq uint64, err error) {
 }
 
 // task returns the task that runs fn, of the Go call numbered seq. Only a GroupAll group
-// numbers its calls, so only its tasks carry the number: a group's task stays 16 bytes.
+// numbers its calls, so only its tasks carry the number.
 func (g *Group) task(fn func(context.Context) error, seq uint64) task {
 	if !g.all {
-		return &groupTask{g: g, fn: fn}
+		return &groupTask{g: g, fn: fn, c: call{Context: g.ctx, pool: g.p}}
 	}
-	return &numberedTask{groupTask{g: g, fn: fn}, seq}
+	return &numberedTask{groupTask{g: g, fn: fn, c: call{Context: g.ctx, pool: g.p}}, seq}
 }
 
+// groupTask is one function of a group. c is the context it receives, and its claim.
 type groupTask struct {
 	g  *Group
 	fn func(context.Context) error
+	c  call
 }
 
 // A group's task is a reporter (see pool.go): its pool's engine recovers a panic or a
 // runtime.Goexit of fn and hands it to panicked or goexited, so run needs no guard.
-func (t *groupTask) run() {
+func (t *groupTask) run() worker.Outcome {
+	if o := t.begin(false); o != worker.Completed {
+		return o
+	}
 	if t.g.labels {
 		defer labelled(t.g.ctx)()
 	}
-	t.runOnCaller()
+	t.g.end(0, t.c.invoke(t.g.enter, t.fn))
+	return worker.Completed
 }
 
-func (t *groupTask) runOnCaller() { t.g.end(0, t.g.enter.call(t.g.ctx, t.fn)) }
+// runOnCaller is run without the labels: a caller-run function keeps its submitter's.
+func (t *groupTask) runOnCaller() worker.Outcome {
+	if o := t.begin(true); o != worker.Completed {
+		return o
+	}
+	t.g.end(0, t.c.invoke(t.g.enter, t.fn))
+	return worker.Completed
+}
+
+func (t *groupTask) claimed() *claim { return &t.c.claim }
+
+func (t *groupTask) begin(inline bool) worker.Outcome {
+	return t.g.begin(&t.c.claim, inline, 0)
+}
+
+func (t *groupTask) lend() bool { return t.g.lend(&t.c.claim, 0) }
 
 func (t *groupTask) panicked(pe *PanicError) { t.g.end(0, pe) }
 
@@ -291,14 +350,30 @@ type numberedTask struct {
 	seq uint64
 }
 
-func (t *numberedTask) run() {
+func (t *numberedTask) run() worker.Outcome {
+	if o := t.begin(false); o != worker.Completed {
+		return o
+	}
 	if t.g.labels {
 		defer labelled(t.g.ctx)()
 	}
-	t.runOnCaller()
+	t.g.end(t.seq, t.c.invoke(t.g.enter, t.fn))
+	return worker.Completed
 }
 
-func (t *numberedTask) runOnCaller() { t.g.end(t.seq, t.g.enter.call(t.g.ctx, t.fn)) }
+func (t *numberedTask) runOnCaller() worker.Outcome {
+	if o := t.begin(true); o != worker.Completed {
+		return o
+	}
+	t.g.end(t.seq, t.c.invoke(t.g.enter, t.fn))
+	return worker.Completed
+}
+
+func (t *numberedTask) begin(inline bool) worker.Outcome {
+	return t.g.begin(&t.c.claim, inline, t.seq)
+}
+
+func (t *numberedTask) lend() bool { return t.g.lend(&t.c.claim, t.seq) }
 
 func (t *numberedTask) panicked(pe *PanicError) { t.g.end(t.seq, pe) }
 
@@ -307,6 +382,26 @@ func (t *numberedTask) goexited() { t.g.end(t.seq, errGoexit) }
 func (t *numberedTask) abort(err error) bool { return t.g.abort(t.seq, err) }
 
 func (t *numberedTask) uncount() { t.g.abort(t.seq, errGoexit) }
+
+// begin claims a function of the group, of the Go call numbered seq, for the goroutine about
+// to run it (claim.begin); a function skipped because the group's context has ended ends with
+// that context's cause.
+func (g *Group) begin(c *claim, inline bool, seq uint64) worker.Outcome {
+	o, first := c.begin(g.ctx, inline)
+	if first {
+		g.end(seq, causeOf(g.ctx))
+	}
+	return o
+}
+
+// lend claims a function of the group for a wait that runs it itself (claim.lend).
+func (g *Group) lend(c *claim, seq uint64) bool {
+	ok, skip := c.lend(g.ctx)
+	if skip {
+		g.end(seq, causeOf(g.ctx))
+	}
+	return ok
+}
 
 // abort counts a function of the group that will never run as done, with err as its error.
 func (g *Group) abort(seq uint64, err error) bool {
@@ -344,7 +439,7 @@ func NewResults[R any](ctx context.Context, p *Pool) (*Results[R], context.Conte
 // runs, and a refusal, an error or a panic ([*PanicError]) is the first error if none came
 // before. Go allocates one result holder per call.
 func (r *Results[R]) Go(fn func(ctx context.Context) (R, error)) {
-	t := &resultTask[R]{g: &r.g, fn: fn}
+	t := &resultTask[R]{g: &r.g, fn: fn, c: call{Context: r.g.ctx, pool: r.g.p}}
 	if fn == nil {
 		r.list(t)
 		r.g.fail(0, ErrNilTask)
@@ -385,19 +480,32 @@ type resultTask[R any] struct {
 	g   *Group
 	fn  func(context.Context) (R, error)
 	val R
+	c   call
 }
 
 // A result's task is a reporter (see pool.go), as a group's is.
-func (t *resultTask[R]) run() {
+func (t *resultTask[R]) run() worker.Outcome {
+	if o := t.begin(false); o != worker.Completed {
+		return o
+	}
 	if t.g.labels {
 		defer labelled(t.g.ctx)()
 	}
-	t.runOnCaller()
+	t.call()
+	return worker.Completed
 }
 
 // runOnCaller is run without the labels: a caller-run function keeps its submitter's.
-func (t *resultTask[R]) runOnCaller() {
-	t.g.end(0, t.g.enter.call(t.g.ctx, func(ctx context.Context) error {
+func (t *resultTask[R]) runOnCaller() worker.Outcome {
+	if o := t.begin(true); o != worker.Completed {
+		return o
+	}
+	t.call()
+	return worker.Completed
+}
+
+func (t *resultTask[R]) call() {
+	t.g.end(0, t.c.invoke(t.g.enter, func(ctx context.Context) error {
 		v, err := t.fn(ctx)
 		if err == nil {
 			t.val = v
@@ -405,6 +513,12 @@ func (t *resultTask[R]) runOnCaller() {
 		return err
 	}))
 }
+
+func (t *resultTask[R]) claimed() *claim { return &t.c.claim }
+
+func (t *resultTask[R]) begin(inline bool) worker.Outcome { return t.g.begin(&t.c.claim, inline, 0) }
+
+func (t *resultTask[R]) lend() bool { return t.g.lend(&t.c.claim, 0) }
 
 func (t *resultTask[R]) panicked(pe *PanicError) { t.g.end(0, pe) }
 

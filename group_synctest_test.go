@@ -5,7 +5,6 @@ package crew_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -25,7 +24,6 @@ func TestGroupWaitReturnsFirstErrorAfterAllTasksFinish(t *testing.T) {
 		first := errors.New("first")
 		release := make(chan struct{})
 		var finished atomic.Int32
-		g.Go(func(context.Context) error { return first })
 		for range 3 {
 			g.Go(func(context.Context) error {
 				<-release // still running when the first error is recorded
@@ -33,6 +31,8 @@ func TestGroupWaitReturnsFirstErrorAfterAllTasksFinish(t *testing.T) {
 				return errors.New("later")
 			})
 		}
+		synctest.Wait() // they have started: a function still queued at the error is skipped
+		g.Go(func(context.Context) error { return first })
 		done := make(chan error)
 		go func() { done <- g.Wait() }()
 		synctest.Wait()
@@ -51,45 +51,46 @@ func TestGroupWaitReturnsFirstErrorAfterAllTasksFinish(t *testing.T) {
 	})
 }
 
-// TestGroupGoAfterWaitIsWaitedForByTheNextWait proves [crew.Group.Go]'s "Go after Wait has
-// returned still runs fn, with the canceled context; a later Wait waits for it", over several
-// rounds of one group, with several Waits each round.
-func TestGroupGoAfterWaitIsWaitedForByTheNextWait(t *testing.T) {
+// TestGroupGoAfterWaitIsSkipped proves [crew.Group.Go]'s "Go after Wait has returned skips
+// fn, the group's context being canceled; a later Wait returns its cause", with several Waits
+// at once.
+func TestGroupGoAfterWaitIsSkipped(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		p := crew.New(2)
 		defer p.StopAndWait()
 		g, ctx := p.Group(context.Background())
-		for round := range 5 {
-			release := make(chan struct{})
-			var finished atomic.Bool
-			g.Go(func(fctx context.Context) error {
-				<-release
-				if round > 0 && fctx.Err() == nil {
-					t.Error("a function started after Wait sees a live context")
+		release := make(chan struct{})
+		var finished atomic.Bool
+		g.Go(func(context.Context) error { <-release; finished.Store(true); return nil })
+		waits := make([]<-chan struct{}, 3)
+		for i := range waits {
+			waits[i] = goRun(func() {
+				if err := g.Wait(); err != nil {
+					t.Errorf("Wait = %v", err)
 				}
-				finished.Store(true)
-				return nil
+				if !finished.Load() {
+					t.Error("Wait returned before the function did")
+				}
 			})
-			waits := make([]<-chan struct{}, 3)
-			for i := range waits {
-				waits[i] = goRun(func() {
-					if err := g.Wait(); err != nil {
-						t.Errorf("Wait = %v", err)
-					}
-					if !finished.Load() {
-						t.Error("Wait returned before the function did")
-					}
-				})
-			}
-			blockedForGood(t, fmt.Sprintf("round %d: Wait", round), waits[0])
-			close(release)
-			for _, w := range waits {
-				awaitReturn(t, fmt.Sprintf("round %d: Wait", round), w)
-			}
-			if ctx.Err() == nil {
-				t.Fatal("the group's context is live after Wait returned")
-			}
+		}
+		blockedForGood(t, "Wait", waits[0])
+		close(release)
+		for _, w := range waits {
+			awaitReturn(t, "Wait", w)
+		}
+		if ctx.Err() == nil {
+			t.Fatal("the group's context is live after Wait returned")
+		}
+		for range 3 {
+			g.Go(func(context.Context) error { t.Error("a function given after Wait ran"); return nil })
+		}
+		if err := g.Wait(); !errors.Is(err, context.Canceled) {
+			t.Fatalf("Wait after skipped functions = %v, want context.Canceled", err)
+		}
+		p.Wait()
+		if s := p.Stats(); s.Skipped != 3 || s.Completed != 1 {
+			t.Fatalf("Stats = %+v, want 1 completed and 3 skipped", s)
 		}
 	})
 }

@@ -208,7 +208,9 @@ func TestGroupAllContextEndsWhenParentContextEnds(t *testing.T) {
 	defer p.StopAndWait()
 	parent, cancel := context.WithCancel(context.Background())
 	g, ctx := p.GroupAll(parent)
-	g.Go(func(ctx context.Context) error { return within(ctx.Done(), "the parent to end") })
+	started := make(chan struct{})
+	g.Go(func(ctx context.Context) error { close(started); return within(ctx.Done(), "the parent to end") })
+	<-started // a function still queued would be skipped
 	cancel()
 	if err := g.Wait(); err != nil {
 		t.Fatalf("Wait = %v", err)

@@ -586,7 +586,7 @@ func watchStats(t *testing.T, what string, p *crew.Pool, ceiling int, done <-cha
 // checkFinalStats checks a stopped, drained pool's snapshot.
 func checkFinalStats(t *testing.T, what string, s crew.Stats) {
 	t.Helper()
-	if s.Completed+s.Panicked != s.Accepted || s.Running != 0 || s.Idle != 0 || s.Waiting != 0 {
+	if s.Completed+s.Panicked+s.Skipped != s.Accepted || s.Running != 0 || s.Idle != 0 || s.Waiting != 0 {
 		t.Fatalf("%s: stats after StopAndWait do not add up: %+v", what, s)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+
+	"github.com/crewgo/crew/internal/worker"
 )
 
 // ForEach calls fn on p for each value of in, with at most p's limit (its MaxWorkers when
@@ -49,11 +51,8 @@ func ForEach[T any](ctx context.Context, p *Pool, in iter.Seq[T], fn func(contex
 		}
 	}()
 	for v := range in {
-		select {
-		case slots <- struct{}{}:
-		case <-gctx.Done():
-		}
-		if gctx.Err() != nil || !g.launchContext(gctx, &eachTask[T]{g: g, slots: slots, fn: fn, v: v}) {
+		g.takeSlot(slots, gctx)
+		if gctx.Err() != nil || !g.launchContext(gctx, &eachTask[T]{g: g, slots: slots, fn: fn, v: v, c: call{Context: gctx, pool: p}}) {
 			cut = true
 			break
 		}
@@ -64,6 +63,26 @@ func ForEach[T any](ctx context.Context, p *Pool, in iter.Seq[T], fn func(contex
 		err = ctx.Err() // the sequence was cut short by ctx, not by a call
 	}
 	return err
+}
+
+// takeSlot waits for a free slot of slots, or for ctx to end. A ForEach made from the context
+// crew gave a function running on the pool runs its own queued calls meanwhile (help.go): with
+// every slot taken by calls that no worker has started, nothing else would free one.
+func (g *Group) takeSlot(slots chan struct{}, ctx context.Context) {
+	for g.h.helps() {
+		select {
+		case slots <- struct{}{}:
+			return
+		default:
+		}
+		if !g.h.helpOne() {
+			break
+		}
+	}
+	select {
+	case slots <- struct{}{}:
+	case <-ctx.Done():
+	}
 }
 
 // errSeqPanicked is the cause of the calls' context when ForEach's sequence panics.
@@ -85,6 +104,7 @@ type eachTask[T any] struct {
 	slots chan struct{}
 	fn    func(context.Context, T) error
 	v     T
+	c     call
 }
 
 func (t *eachTask[T]) abort(err error) bool {
@@ -95,16 +115,48 @@ func (t *eachTask[T]) abort(err error) bool {
 func (t *eachTask[T]) uncount() { t.abort(errGoexit) }
 
 // A call's task is a reporter (see pool.go), as a group's is.
-func (t *eachTask[T]) run() {
+func (t *eachTask[T]) run() worker.Outcome {
+	if o := t.begin(false); o != worker.Completed {
+		return o
+	}
 	if t.g.labels {
 		defer labelled(t.g.ctx)()
 	}
-	t.runOnCaller()
+	t.call()
+	return worker.Completed
 }
 
 // runOnCaller is run without the labels: a caller-run function keeps its submitter's.
-func (t *eachTask[T]) runOnCaller() {
-	t.end(t.g.enter.call(t.g.ctx, func(ctx context.Context) error { return t.fn(ctx, t.v) }))
+func (t *eachTask[T]) runOnCaller() worker.Outcome {
+	if o := t.begin(true); o != worker.Completed {
+		return o
+	}
+	t.call()
+	return worker.Completed
+}
+
+func (t *eachTask[T]) call() {
+	t.end(t.c.invoke(t.g.enter, func(ctx context.Context) error { return t.fn(ctx, t.v) }))
+}
+
+func (t *eachTask[T]) claimed() *claim { return &t.c.claim }
+
+// begin claims the call (claim.begin); one skipped because the calls' context has ended
+// ends with its cause and frees its slot.
+func (t *eachTask[T]) begin(inline bool) worker.Outcome {
+	o, first := t.c.begin(t.g.ctx, inline)
+	if first {
+		t.end(causeOf(t.g.ctx))
+	}
+	return o
+}
+
+func (t *eachTask[T]) lend() bool {
+	ok, skip := t.c.lend(t.g.ctx)
+	if skip {
+		t.end(causeOf(t.g.ctx))
+	}
+	return ok
 }
 
 func (t *eachTask[T]) panicked(pe *PanicError) { t.end(pe) }

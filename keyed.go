@@ -417,7 +417,7 @@ func (r *keyRunner[K]) unpack(dropped bool) []func() {
 // handler does, ends the turn early: the deferred end counts the task (as panicked if it
 // panicked) and queues the runner again, so the key does not wedge
 // (TestKeyedPanicAndGoexitDoNotWedgeTheKey, TestGoexitInEachHookOnEachDoor).
-func (r *keyRunner[K]) run() {
+func (r *keyRunner[K]) run() worker.Outcome {
 	k := r.k
 	k.mu.Lock()
 	t, _ := r.pop()
@@ -434,7 +434,7 @@ func (r *keyRunner[K]) run() {
 		if n == keyBatch {
 			returned = true
 			r.end(panicked)
-			return
+			return worker.Completed
 		}
 		k.mu.Lock()
 		k.finished(panicked)
@@ -443,7 +443,7 @@ func (r *keyRunner[K]) run() {
 			k.forget(r)
 			k.mu.Unlock()
 			returned = true
-			return
+			return worker.Completed
 		}
 		k.started()
 		k.mu.Unlock()

@@ -3,6 +3,8 @@ package crew
 import (
 	"context"
 	"runtime/pprof"
+
+	"github.com/crewgo/crew/internal/worker"
 )
 
 // Profiler labels: the contract is in the package doc ("Results and groups"). A task whose
@@ -34,14 +36,14 @@ func unlabelled() { pprof.SetGoroutineLabels(context.Background()) }
 // (run); runOnCaller runs it as it is, for a submitter that runs it itself ([CallerRuns]):
 // the submitter has labels of its own, which a worker's run would clear.
 type callerRunner interface {
-	runOnCaller()
+	runOnCaller() worker.Outcome
 }
 
-// runTaskInline runs t on its submitter (worker.Config.RunInline).
-func runTaskInline(t task) {
+// runTaskInline runs t on its submitter, or on a function that lent it its slot
+// (worker.Config.RunInline).
+func runTaskInline(t task) worker.Outcome {
 	if c, ok := t.(callerRunner); ok {
-		c.runOnCaller()
-		return
+		return c.runOnCaller()
 	}
-	t.run()
+	return t.run()
 }

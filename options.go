@@ -33,6 +33,7 @@ type config struct {
 	adaptiveMin  int              // WithAdaptiveLimit's min; 0: a fixed limit
 	maxWorkers   int              // the limit New or Sub was given, GOMAXPROCS for CPUs
 	cpus         bool             // the limit follows GOMAXPROCS (CPUs)
+	taskTimeout  time.Duration    // WithTaskTimeout's; 0: none
 }
 
 func newConfig(caller string, maxWorkers int, opts []Option) config {

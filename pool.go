@@ -36,17 +36,21 @@ type Pool struct {
 // by [Pool.StopNow]) and reports true, or reports false for a plain task, which goes back to
 // the user instead.
 type task interface {
-	run()
+	run() worker.Outcome
 	abort(err error) bool
 }
 
 type funcTask func()
 
-func (f funcTask) run() { f() }
+func (f funcTask) run() worker.Outcome {
+	f()
+	return worker.Completed
+}
 
 func (f funcTask) abort(error) bool { return false }
 
-func runTask(t task) { t.run() }
+// runTask is a Pool engine's worker.Config.Outcomes: a task may end unrun (life.go).
+func runTask(t task) worker.Outcome { return t.run() }
 
 // A reporter is a task that reports its own panic and runtime.Goexit: a future's, whose Wait
 // returns them, and those of a group, a Results, a Map, a ForEach or a MapSeq, whose Wait or
@@ -83,13 +87,23 @@ func reporting(ec *worker.Config[task]) {
 func New(maxWorkers int, opts ...Option) *Pool {
 	c := newConfig("New", maxWorkers, opts)
 	p := &Pool{}
-	ec := engineConfig(c, runTask)
+	p.core.self = p
+	p.core.hard.init(nil)
+	p.core.init(c, poolEngineConfig(c), nil, p.halt, unobserved)
+	return p
+}
+
+// poolEngineConfig is the engine configuration of a Pool or a sub-pool built with c.
+func poolEngineConfig(c config) worker.Config[task] {
+	ec := engineConfig[task](c, nil)
+	ec.Outcomes = runTask
 	ec.RunInline = runTaskInline
+	ec.Begin = beginTask
+	ec.Take = takeTask
 	reporting(&ec)
 	ec.Weight = taskWeight
 	ec.Level = taskLevel
-	p.core.init(c, ec, nil, p.halt, unobserved)
-	return p
+	return ec
 }
 
 // Submit queues task to run on a worker. A nil error means the task was accepted and will run
@@ -136,7 +150,7 @@ func (p *Pool) SubmitContext(ctx context.Context, task func()) error {
 	if task == nil {
 		return ErrNilTask
 	}
-	return p.core.submitContext(ctx, funcTask(task))
+	return p.core.submitContext(ctx, funcTask(task), helpable(ctx, p) != nil)
 }
 
 // Wait blocks until every task accepted so far has finished, including tasks accepted while
@@ -239,11 +253,9 @@ func (p *Pool) Sub(maxWorkers int, opts ...Option) *Pool {
 	c := newConfigFrom(base, "Sub", maxWorkers, opts)
 	c.minWorkers = 0
 	child := &Pool{parent: p}
-	ec := engineConfig(c, runTask)
-	ec.RunInline = runTaskInline
-	reporting(&ec)
-	ec.Weight = taskWeight
-	ec.Level = taskLevel
+	child.core.self = child
+	child.core.hard.init(&p.core.hard)
+	ec := poolEngineConfig(c)
 	level := c.priority
 	ec.Turn = turnIn(p.core.e, level)
 	ec.Start = func(first task, since int64, ahead bool) {
@@ -260,6 +272,7 @@ func (p *Pool) Sub(maxWorkers int, opts ...Option) *Pool {
 	ec.Exited = func() {
 		p.core.e.Release()
 		p.forget(child)
+		child.core.hard.unfollow()
 	}
 	// The sub-pool refuses tasks as soon as the WithContext context of p, or of a pool above
 	// p, has ended, as p does, rather than only once that context's hook has stopped it.
@@ -290,11 +303,12 @@ type subWorker struct {
 	parent *worker.Engine[task]
 }
 
-func (w *subWorker) run() {
+func (w *subWorker) run() worker.Outcome {
 	if w.n > 1 {
 		defer w.parent.Unhold(w.n - 1)
 	}
 	w.e.Serve(w.first, w.since)
+	return worker.Completed
 }
 
 // unobserved tells a pool's hooks and histograms which tasks they do not see: its sub-pools'
@@ -313,15 +327,18 @@ func unobserved(t task) bool {
 // abort is never called: DiscardOldest keeps sub-pool workers and StopNow unpacks them. Were
 // it called, the sub-pool's task would end unrun with err.
 func (w *subWorker) abort(err error) bool {
-	w.e.Abandon(w.first)
-	w.first.abort(err)
+	if !w.e.Abandon(w.first) {
+		w.first.abort(err)
+	}
 	return true
 }
 
 // core is what Pool and FuncPool share: the engine and the pool's lifecycle around it.
 type core[T any] struct {
-	e   *worker.Engine[T]
-	cfg config
+	e    *worker.Engine[T]
+	cfg  config
+	self *Pool // the Pool whose core this is; nil for a FuncPool
+	hard hard  // canceled by a Shutdown whose context ends first: see life.go
 	// watches are the WithContext contexts that the pool's submits check: its own, and for a
 	// sub-pool those of the pools above it. Usually none or one.
 	watches []ctxWatch
@@ -425,6 +442,11 @@ func (c *core[T]) shutdown(ctx context.Context, stop func()) error {
 		case <-c.e.Exited():
 			return nil
 		default:
+			// Past the deadline: the functions given with a context that are still queued
+			// are skipped, and the running ones see their context end (life.go).
+			if c.hard.cancel != nil { // a FuncPool's functions carry no context
+				c.hard.cancel(ErrStopped)
+			}
 			return ctx.Err()
 		}
 	}

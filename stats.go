@@ -76,6 +76,7 @@ func statsOf(c worker.Counters) Stats {
 		Discarded:  c.Discarded,
 		CallerRan:  c.CallerRan,
 		Returned:   c.Removed,
+		Skipped:    c.Skipped,
 		Paused:     c.Paused,
 	}
 }

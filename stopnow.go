@@ -103,7 +103,9 @@ func unpackWorker(t task) task {
 		if !ok {
 			return t
 		}
-		w.e.Abandon(w.first)
+		if w.e.Abandon(w.first) {
+			return nil // another party had claimed it (life.go)
+		}
 		t = w.first
 	}
 }
@@ -125,6 +127,9 @@ func (p *Pool) drain(out []func()) ([]func(), bool) {
 }
 
 func keep(out []func(), t task) []func() {
+	if t == nil {
+		return out
+	}
 	if h, ok := t.(holder); ok {
 		return append(out, h.unpack(false)...)
 	}

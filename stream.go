@@ -104,7 +104,17 @@ func rangeSeq[T, R any](ctx context.Context, p *Pool, in iter.Seq[T], fn func(co
 		return
 	}
 	s := &seqRun[T, R]{parent: ctx, p: p, fn: fn, ordered: ordered, limit: max(p.Stats().MaxWorkers, 1)}
-	s.ctx, s.cancel = context.WithCancelCause(ctx)
+	// A call still queued is skipped when ctx ends or p's Shutdown gives up (skip). In
+	// MapSeqUnordered it is also skipped at the first failure, which cancels the calls'
+	// context; MapSeq yields the results before the failure in the order of in, so there a
+	// failure skips nothing: the calls before it still run, with their context canceled.
+	s.skip, s.stop = context.WithCancelCause(ctx)
+	s.ctx, s.cancel = context.WithCancelCause(s.skip)
+	if !ordered {
+		s.skip = s.ctx
+	}
+	s.unfollow = p.core.hard.follow(s.stop)
+	s.h.init(ctx, p)
 	s.labels = hasLabels(ctx)
 	s.enter = p.core.obs.enter()
 	s.wake = make(chan struct{}, 1)
@@ -126,7 +136,9 @@ func (p *Pool) stopped() bool {
 // seqRun is the state of one range over a MapSeq or MapSeqUnordered sequence.
 type seqRun[T, R any] struct {
 	parent  context.Context
-	ctx     context.Context // the calls' context
+	ctx     context.Context         // the calls' context
+	skip    context.Context         // a call still queued when it has ended is skipped
+	stop    context.CancelCauseFunc // ends skip (and ctx): once the range ends, or at Shutdown
 	cancel  context.CancelCauseFunc
 	p       *Pool
 	fn      func(context.Context, T) (R, error)
@@ -136,6 +148,10 @@ type seqRun[T, R any] struct {
 	// Context hook, or nil.
 	labels bool
 	enter  enter
+	// unfollow stops ctx from following p's Shutdown (life.go); h lends the slot of the
+	// function the range runs in, if any, to its waits (help.go).
+	unfollow func() bool
+	h        helper
 
 	// Shared with the calls, under mu.
 	mu       sync.Mutex
@@ -162,6 +178,10 @@ type seqTask[T, R any] struct {
 	r    R
 	err  error
 	done bool // MapSeq: its return has been collected
+	// husk: a wait of the range claimed it (lend), leaving its place in p's queue, where a
+	// worker will find it later: it is not reused (release).
+	husk bool
+	c    call
 }
 
 // abort ends a call that will never run (see task) as a failed one.
@@ -174,20 +194,56 @@ func (t *seqTask[T, R]) abort(err error) bool {
 
 // A call's task is a reporter (see pool.go): its pool's engine recovers a panic or a
 // runtime.Goexit of fn and hands it to panicked or goexited.
-func (t *seqTask[T, R]) run() {
+func (t *seqTask[T, R]) run() worker.Outcome {
+	if o := t.begin(false); o != worker.Completed {
+		return o
+	}
 	if t.s.labels {
 		defer labelled(t.s.ctx)()
 	}
-	t.runOnCaller()
+	t.call()
+	return worker.Completed
 }
 
 // runOnCaller is run without the labels: a caller-run function keeps its submitter's.
-func (t *seqTask[T, R]) runOnCaller() {
-	t.err = t.s.enter.call(t.s.ctx, func(ctx context.Context) (err error) {
+func (t *seqTask[T, R]) runOnCaller() worker.Outcome {
+	if o := t.begin(true); o != worker.Completed {
+		return o
+	}
+	t.call()
+	return worker.Completed
+}
+
+func (t *seqTask[T, R]) call() {
+	t.err = t.c.invoke(t.s.enter, func(ctx context.Context) (err error) {
 		t.r, err = t.s.fn(ctx, t.v)
 		return err
 	})
 	t.end()
+}
+
+func (t *seqTask[T, R]) claimed() *claim { return &t.c.claim }
+
+// begin claims the call (claim.begin); one skipped because the calls' context has ended
+// fails with its cause.
+func (t *seqTask[T, R]) begin(inline bool) worker.Outcome {
+	o, first := t.c.begin(t.s.skip, inline)
+	if first {
+		t.err = causeOf(t.s.skip)
+		t.end()
+	}
+	return o
+}
+
+// lend claims the call for the ranging goroutine (claim.lend).
+func (t *seqTask[T, R]) lend() bool {
+	ok, skip := t.c.lend(t.s.skip)
+	t.husk = ok || skip
+	if skip {
+		t.err = causeOf(t.s.skip)
+		t.end()
+	}
+	return ok
 }
 
 func (t *seqTask[T, R]) panicked(pe *PanicError) { t.err = pe; t.end() }
@@ -234,6 +290,15 @@ func (s *seqRun[T, R]) returned(t *seqTask[T, R]) {
 func (s *seqRun[T, R]) collect(block bool) []*seqTask[T, R] {
 	s.mu.Lock()
 	for block && len(s.finished) == 0 {
+		if s.h.helps() {
+			// A range made inside a function of p runs its own queued calls meanwhile.
+			s.mu.Unlock()
+			ran := s.h.helpOne()
+			s.mu.Lock()
+			if ran {
+				continue
+			}
+		}
 		s.sleeping = true
 		s.mu.Unlock()
 		<-s.wake
@@ -260,9 +325,13 @@ func (s *seqRun[T, R]) push(v T, yield func(R, error) bool) bool {
 	if s.ordered {
 		s.order.push(t, s.limit)
 	}
-	switch r := s.p.core.admit(t, true, s.ctx); r {
+	t.c = call{Context: s.ctx, pool: s.p}
+	switch r := s.p.core.admit(t, true, s.ctx, s.h.helps()); r {
 	case worker.Accepted:
 		s.running++
+		if s.h.helps() {
+			s.h.add(t)
+		}
 	case worker.Canceled:
 		// v was never handed over: drop it, as if in had not produced it.
 		s.held--
@@ -297,6 +366,8 @@ func (s *seqRun[T, R]) drain(yield func(R, error) bool) {
 // runs however the range ends.
 func (s *seqRun[T, R]) finish() {
 	s.cancel(nil)
+	s.stop(nil)
+	s.unfollow()
 	for s.running > 0 {
 		s.collect(true)
 	}
@@ -370,8 +441,12 @@ func (s *seqRun[T, R]) take() *seqTask[T, R] {
 	return &seqTask[T, R]{s: s}
 }
 
-// release clears t, so that it keeps nothing alive, and keeps it for reuse.
+// release clears t, so that it keeps nothing alive, and keeps it for reuse, unless its place
+// in p's queue is still to be reached by a worker (husk).
 func (s *seqRun[T, R]) release(t *seqTask[T, R]) {
+	if t.husk {
+		return // the worker that reaches it reads its claim: it stays as it is
+	}
 	*t = seqTask[T, R]{s: s}
 	s.free = append(s.free, t)
 }

@@ -237,17 +237,17 @@ func FuzzSubPoolOperations(f *testing.F) {
 				fp.p.Resume()
 			}
 		}
-		// The groups of opGroup, one per pool, and the Wait calls on them not yet checked.
+		// The groups of opGroup, and the Wait calls on them not yet checked.
 		type fuzzGroup struct {
 			g       *crew.Group
 			stopped bool // a Go found the pool stopped: that is the group's error
 		}
-		groups := map[int]*fuzzGroup{}
 		type groupWait struct {
 			fg  *fuzzGroup
 			err chan error
 		}
 		var waiters []groupWait
+		groups := map[int][]*fuzzGroup{} // each pool's
 		// waited checks, once every held task has been let go, that every Wait on a group
 		// returns, with no error but the ErrStopped of a Go after Stop.
 		waited := func(step int) {
@@ -474,17 +474,11 @@ func FuzzSubPoolOperations(f *testing.F) {
 				if mayBeFull(i) {
 					continue // Go would block on the full queue: the bounded-queue tests' business
 				}
-				fg := groups[i]
-				if fg == nil {
-					g, _ := fp.p.Group(context.Background())
-					fg = &fuzzGroup{g: g}
-					groups[i] = fg
-				}
-				for range 2 {
-					w := groupWait{fg, make(chan error, 1)}
-					go func() { w.err <- fg.g.Wait() }()
-					waiters = append(waiters, w)
-				}
+				// A group per step: a Wait ends its group (functions given after it are
+				// skipped), so the Waits start once the functions are given.
+				g, _ := fp.p.Group(context.Background())
+				fg := &fuzzGroup{g: g}
+				groups[i] = append(groups[i], fg)
 				for range 1 + x%3 {
 					rec, task := newTask(step, i, x%2 == 1, endReturn)
 					rec.group = true
@@ -495,6 +489,11 @@ func FuzzSubPoolOperations(f *testing.F) {
 					}
 					rec.accepted = true
 					fp.accepted++
+				}
+				for range 2 {
+					w := groupWait{fg, make(chan error, 1)}
+					go func() { w.err <- fg.g.Wait() }()
+					waiters = append(waiters, w)
 				}
 			case opSubPause:
 				fp.p.Pause()
@@ -551,14 +550,14 @@ func FuzzSubPoolOperations(f *testing.F) {
 				}
 				fp.paused.Store(false)
 				fp.stopped, fp.stopNow = true, true
-				if fg := groups[i]; fg != nil {
+				for _, fg := range groups[i] {
 					fg.stopped = true // a Go function taken out fails with ErrStopped
 				}
 				if i == 0 {
 					for j, sub := range pools[1:] {
 						sub.stopped, sub.stopNow = true, true
 						sub.paused.Store(false)
-						if fg := groups[j+1]; fg != nil {
+						for _, fg := range groups[j+1] {
 							fg.stopped = true
 						}
 					}

@@ -59,7 +59,7 @@ func (p *Pool) SubmitNContext(ctx context.Context, n int, task func()) error {
 	if n == 1 {
 		return p.SubmitContext(ctx, task)
 	}
-	return p.core.submitContext(ctx, p.weighted(n, task))
+	return p.core.submitContext(ctx, p.weighted(n, task), false)
 }
 
 // checkWeight validates a weighted submit: it panics for n < 1 and returns ErrNilTask or
@@ -111,9 +111,10 @@ func (t *weightedTask) abort(error) bool { return false }
 
 func (t *weightedTask) unpack(bool) []func() { return []func(){t.f} }
 
-func (t *weightedTask) run() {
+func (t *weightedTask) run() worker.Outcome {
 	defer t.e.Unhold(t.n - 1)
 	t.f()
+	return worker.Completed
 }
 
 // taskWeight is a Pool engine's Config.Weight: the weight of a weighted task, or of the task

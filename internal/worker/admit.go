@@ -144,3 +144,33 @@ func (e *Engine[T]) crowded() bool {
 	return n >= crowdedFloor && n/crowdedPerWorker >= e.workers &&
 		e.yielding.Load() < crowdedYielders
 }
+
+// SubmitOrRun is Submit for a submitter that holds a slot of the engine (a function running
+// on it, or on a sub-pool of it): where Submit would block on a full bounded queue, the
+// submitter runs arg itself, as CallerRuns does, in the slot it holds, and it counts as
+// caller-run. While the engine or an ancestor is paused, no task may start, and under an
+// overflow policy other than Block a full queue does not block: in both cases it is Submit.
+func (e *Engine[T]) SubmitOrRun(arg T, done <-chan struct{}) Result {
+	at := e.now()
+	e.lock()
+	if e.timed {
+		e.at = at
+	}
+	if e.stopped {
+		e.mu.Unlock()
+		return Stopped
+	}
+	s, ok := e.route(arg, true)
+	if !ok {
+		if e.Halted() || e.cfg.NonBlocking || e.cfg.Overflow != Block {
+			e.mu.Unlock()
+			return e.Submit(arg, true, done)
+		}
+		e.mu.Unlock()
+		e.runInline(arg, at)
+		return Accepted
+	}
+	e.mu.Unlock()
+	e.launch(s)
+	return Accepted
+}

@@ -66,6 +66,17 @@ const (
 	Canceled               // the context ended first; the task never runs
 )
 
+// Outcome is how a task that left the queue ended, and so which counter it ends in.
+type Outcome uint8
+
+// The outcomes of Config.Run.
+const (
+	Completed Outcome = iota // it ran (its panic, if any, went to the task itself, or it called runtime.Goexit)
+	Panicked                 // it panicked and its panic went to the panic handler
+	Skipped                  // it never ran: its own context had ended, or it was canceled
+	Claimed                  // another party claimed it while it was queued and counted it (RunClaimed)
+)
+
 // Gate is what a sub-pool's engine asks its parent's. Halted reports whether it or an
 // ancestor is paused. Admits reports whether a worker of the sub-pool, which holds one of
 // the parent's slots, may go on to another task: no ancestor is paused, none runs more than
@@ -79,7 +90,7 @@ type Gate interface {
 
 // Config holds an Engine's settings. Validation is the caller's job.
 type Config[T any] struct {
-	Run          func(T)                   // runs one task; required
+	Run          func(T)                   // runs one task; required unless Outcomes is set
 	MaxWorkers   int                       // >= 1
 	MinWorkers   int                       // started at once, never reaped
 	QueueSize    int                       // 0: unbounded
@@ -96,8 +107,24 @@ type Config[T any] struct {
 	Reports  func(arg T) bool
 	Panicked func(arg T, v any, stack []byte) // required with Reports
 	Goexited func(arg T)                      // required with Reports
-	// RunInline, when set, runs a task on its submitter (Overflow CallerRuns) instead of Run.
-	RunInline func(T)
+	// Outcomes, when set, runs one task instead of Run and says how it ended: for tasks that
+	// may end unrun (Outcome Skipped) or find themselves claimed by another party (Claimed).
+	// The worker loop chooses between the two once per run of tasks, not per task.
+	Outcomes func(T) Outcome
+	// RunInline, when set, runs a task on its submitter (Overflow CallerRuns, RunHere,
+	// RunClaimed) instead of Run.
+	RunInline func(T) Outcome
+	// Begin, when set, is called where a task is about to run and the Observer is to be
+	// told (Run itself decides otherwise): Completed lets it run; another outcome ends it
+	// unrun, unobserved, counted as that outcome. Run must then return the same outcome.
+	Begin func(T) Outcome
+	// Take, when set, claims a queued task that the engine takes out of the queue unrun
+	// (Remove, RemoveIf, DiscardOldest, Abandon), against the other parties that may claim
+	// it. gone false: the engine has it, to hand back or to end unrun. gone true: another
+	// party claimed it first, and the engine drops it, counted as o (Skipped for a canceled
+	// one; Claimed for one that party counted: see RunClaimed). It is called with e.mu held and
+	// must not call into the engine.
+	Take func(T) (o Outcome, gone bool)
 	// Start, when set, replaces "go serve": it must arrange for Serve(first, since) to be
 	// called exactly once on some goroutine. It is called with the engine's lock held (see
 	// forward) and must not call back into this engine. Sub-pools use it to run their workers as tasks
@@ -161,6 +188,7 @@ type Counters struct {
 
 	Accepted, Completed, Panicked uint64
 	Rejected, Canceled            uint64
+	Skipped                       uint64 // accepted, then never run: its context ended or it was canceled
 	Removed                       uint64 // accepted, then removed from the queue unrun (Remove)
 	Discarded                     uint64 // accepted, then dropped by DiscardOldest
 	CallerRan                     uint64 // run on the submitter by CallerRuns
@@ -218,6 +246,7 @@ type Engine[T any] struct {
 
 	panicked                    uint64
 	rejected, canceled, removed uint64
+	skipped                     uint64 // Outcome Skipped
 	dropped, callerRan          uint64 // DiscardOldest drops, CallerRuns runs
 
 	paused atomic.Bool            // written under mu; read by sub-pools without it
@@ -294,11 +323,54 @@ func (e *Engine[T]) Counters() Counters {
 		Panicked:   e.panicked,
 		Rejected:   e.rejected,
 		Canceled:   e.canceled,
+		Skipped:    e.skipped,
 		Removed:    e.removed,
 		Discarded:  e.dropped,
 		CallerRan:  e.callerRan,
 		Paused:     e.paused.Load(),
 	}
+}
+
+// run runs arg with Config.Outcomes or Config.Run.
+func (e *Engine[T]) run(arg T) Outcome {
+	if e.cfg.Outcomes != nil {
+		return e.cfg.Outcomes(arg)
+	}
+	e.cfg.Run(arg)
+	return Completed
+}
+
+// count counts one task's outcome. Callers hold e.mu.
+func (e *Engine[T]) count(o Outcome) {
+	switch o {
+	case Completed:
+		e.completed++
+	case Panicked:
+		e.panicked++
+	case Skipped:
+		e.skipped++
+	}
+}
+
+// claimed claims arg, queued and about to be taken out unrun, and reports whether another
+// party claimed it first; it then counts it as Config.Take says. Callers hold e.mu.
+func (e *Engine[T]) claimed(arg T) bool {
+	if e.cfg.Take == nil {
+		return false
+	}
+	o, gone := e.cfg.Take(arg)
+	if gone {
+		e.count(o)
+	}
+	return gone
+}
+
+// ready asks Config.Begin whether arg, about to run, runs: see there.
+func (e *Engine[T]) ready(arg T) Outcome {
+	if e.cfg.Begin == nil {
+		return Completed
+	}
+	return e.cfg.Begin(arg)
 }
 
 // CountCanceled counts a submit refused because its context had ended before it was made.

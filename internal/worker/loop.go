@@ -64,7 +64,11 @@ func (e *Engine[T]) serveBegun(w *worker[T], arg T) {
 			return
 		}
 		var ok bool
-		if arg, ok = e.next(w, r == handedToHandler); !ok {
+		o := Completed
+		if r == handedToHandler {
+			o = Panicked
+		}
+		if arg, ok = e.next(w, o); !ok {
 			return
 		}
 	}
@@ -163,10 +167,17 @@ func (e *Engine[T]) runTasks(w *worker[T], arg T, cur *T) (v any, stack []byte, 
 	if e.timed {
 		return e.runObserved(w, &arg)
 	}
+	var more bool
+	if e.cfg.Outcomes != nil {
+		for {
+			if arg, more = e.next(w, e.cfg.Outcomes(arg)); !more {
+				return nil, nil, true
+			}
+		}
+	}
 	for {
 		e.cfg.Run(arg)
-		var more bool
-		if arg, more = e.next(w, false); !more {
+		if arg, more = e.next(w, Completed); !more {
 			return nil, nil, true
 		}
 	}
@@ -199,9 +210,9 @@ func (e *Engine[T]) handlePanic(v any, stack []byte) {
 // contending, and with one submitter and eight workers Submit took markedly longer
 // (measurements.md, "The worker's and the submitter's plain case"). The engine fuzzers run
 // every sequence with and without this case (Config.Guarded).
-func (e *Engine[T]) next(w *worker[T], panicked bool) (T, bool) {
+func (e *Engine[T]) next(w *worker[T], o Outcome) (T, bool) {
 	e.lock()
-	if !panicked && e.plain() && e.blocked.head == nil && e.queue.fifo.Len() > 0 &&
+	if o == Completed && e.plain() && e.blocked.head == nil && e.queue.fifo.Len() > 0 &&
 		e.workers <= e.max && e.running <= e.max {
 		e.completed++
 		e.pending--
@@ -210,7 +221,7 @@ func (e *Engine[T]) next(w *worker[T], panicked bool) (T, bool) {
 		e.mu.Unlock()
 		return arg, true
 	}
-	e.finish(panicked)
+	e.finish(o)
 	if arg, ok := e.take(); ok {
 		e.taken(w)
 		e.mu.Unlock()
@@ -335,13 +346,9 @@ func (e *Engine[T]) linger() {
 	e.waking--
 }
 
-// finish counts the end of one task. Callers hold e.mu.
-func (e *Engine[T]) finish(panicked bool) {
-	if panicked {
-		e.panicked++
-	} else {
-		e.completed++
-	}
+// finish counts the end of one task that ended with o. Callers hold e.mu.
+func (e *Engine[T]) finish(o Outcome) {
+	e.count(o)
 	e.running--
 	if e.running == 0 && e.quiet != nil {
 		close(e.quiet)
@@ -360,7 +367,11 @@ func (e *Engine[T]) finish(panicked bool) {
 // otherwise fall below MinWorkers.
 func (e *Engine[T]) goexit(w *worker[T], panicked bool) {
 	e.lock()
-	e.finish(panicked)
+	o := Completed
+	if panicked {
+		o = Panicked
+	}
+	e.finish(o)
 	starts := e.exit()
 	if !w.transient() && !e.stopped && e.workers < e.cfg.MinWorkers {
 		e.startParked()

@@ -129,12 +129,15 @@ func (e *Engine[T]) taken(w *worker[T]) {
 // The task running is *arg, where runTasks finds it after a panic or a Goexit.
 func (e *Engine[T]) runObserved(w *worker[T], arg *T) (v any, stack []byte, ok bool) {
 	for {
-		e.started(w, *arg)
-		e.cfg.Run(*arg)
-		w.ended = true
-		e.finished(w, false)
+		o := e.ready(*arg)
+		if o == Completed {
+			e.started(w, *arg)
+			o = e.run(*arg)
+			w.ended = true
+			e.finished(w, false)
+		}
 		var more bool
-		if *arg, more = e.next(w, false); !more {
+		if *arg, more = e.next(w, o); !more {
 			return nil, nil, true
 		}
 	}

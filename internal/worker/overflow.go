@@ -33,12 +33,15 @@ func (e *Engine[T]) overflow(arg T, done <-chan struct{}) Result {
 		e.mu.Unlock()
 		return Full
 	case DiscardOldest:
-		if old, since, ok := e.dropOldest(arg); ok {
+		if old, since, dropped, ok := e.dropOldest(arg); ok {
 			// The task dropped may have been a heavy one at the head, holding back lighter
 			// ones behind it that fit now.
 			starts := e.dispatch()
 			e.mu.Unlock()
 			e.launchAll(starts)
+			if !dropped {
+				return Accepted
+			}
 			// The dropped task is settled before the Observer hears of it: a hook that calls
 			// runtime.Goexit must not leave a future or a group waiting for it
 			// (TestGoexitInDiscardedHookStillFailsTheDroppedFunction).
@@ -99,23 +102,41 @@ func (e *Engine[T]) expired(w *waiter[T]) (Result, bool) {
 }
 
 // dropOldest replaces the task queued longest with arg, and returns it with its submit stamp
-// (for the Observer), unless Config.Keep says it must stay. Callers hold e.mu.
-func (e *Engine[T]) dropOldest(arg T) (old T, since int64, ok bool) {
-	old, ok = e.queue.Peek()
-	if !ok || (e.cfg.Keep != nil && e.cfg.Keep(old)) {
-		var zero T
-		return zero, 0, false
+// (for the Observer), unless Config.Keep says it must stay. Tasks at the head that another
+// party claimed (Config.Take) are dropped first: if that makes room, arg takes it and nothing
+// is discarded (dropped false). Callers hold e.mu.
+func (e *Engine[T]) dropOldest(arg T) (old T, since int64, dropped, ok bool) {
+	var zero T
+	for {
+		if e.queue.Len() < e.cfg.QueueSize {
+			e.queue.Push(arg)
+			if e.timed {
+				e.stamps.Push(e.clock())
+			}
+			e.accept()
+			return zero, 0, false, true
+		}
+		old, ok = e.queue.Peek()
+		if !ok || (e.cfg.Keep != nil && e.cfg.Keep(old)) {
+			return zero, 0, false, false
+		}
+		gone := e.claimed(old)
+		e.queue.Pop()
+		if e.timed {
+			since, _ = e.stamps.Pop()
+		}
+		e.pending--
+		if gone {
+			continue
+		}
+		e.dropped++
+		e.queue.Push(arg)
+		if e.timed {
+			e.stamps.Push(e.clock())
+		}
+		e.accept()
+		return old, since, true, true
 	}
-	e.queue.Pop()
-	e.dropped++
-	e.pending--
-	e.queue.Push(arg)
-	if e.timed {
-		since, _ = e.stamps.Pop()
-		e.stamps.Push(e.clock())
-	}
-	e.accept()
-	return old, since, true
 }
 
 // runInline runs arg on the calling submitter (CallerRuns), with no lock held. It is not
@@ -124,7 +145,25 @@ func (e *Engine[T]) dropOldest(arg T) (old T, since int64, ok bool) {
 // counted. A panic goes to the panic handler, on the caller; a runtime.Goexit counts it as
 // completed and goes on ending the caller's goroutine. The Observer is told of its start and
 // end as of a worker's task, since being its submit time.
-func (e *Engine[T]) runInline(arg T, since int64) {
+func (e *Engine[T]) runInline(arg T, since int64) { e.runHere(arg, since, false) }
+
+// RunClaimed runs arg on the caller, as CallerRuns does, for a caller that claimed arg while
+// it was queued (a function that waits for its own work and runs it meanwhile): arg was
+// counted as accepted when it was queued, and counts now as completed or panicked only. Its
+// place in the queue is dropped uncounted when met (Run's Outcome Claimed, Config.Gone).
+// Config.Begin is not asked: the caller's claim decided.
+func (e *Engine[T]) RunClaimed(arg T) { e.runHere(arg, e.now(), true) }
+
+// now returns the current time as a stamp, or 0 when the engine does not observe.
+func (e *Engine[T]) now() int64 {
+	if !e.timed {
+		return 0
+	}
+	return e.clock()
+}
+
+// runHere is runInline, and RunClaimed with claimed set.
+func (e *Engine[T]) runHere(arg T, since int64, claimed bool) {
 	// A weighted task gives back the slots beyond its first when it returns (Unhold), so it
 	// takes them here too, though its first slot is the caller's: without them the count of
 	// held slots would go below zero and let heavier tasks start than the limit allows
@@ -133,49 +172,56 @@ func (e *Engine[T]) runInline(arg T, since int64) {
 	e.hold(arg)
 	e.mu.Unlock()
 	var w *worker[T] // the submitter's part in observing, as a worker's: see observe.go
-	panicked, ended := false, false
+	o, ended := Completed, false
 	defer func() {
 		// arg, or a Started hook, called runtime.Goexit; not a Finished hook (w.inHook).
 		if !ended && e.reports(arg) && !w.inHook() {
 			e.cfg.Goexited(arg)
 		}
-		if e.timed {
-			e.finished(w, panicked)
+		if w != nil {
+			e.finished(w, o == Panicked)
 		}
 		e.lock()
-		e.accepted++
-		e.callerRan++
-		if panicked {
-			e.panicked++
-		} else {
-			e.completed++
+		if !claimed {
+			e.accepted++
+			if o != Skipped {
+				e.callerRan++
+			}
 		}
+		e.count(o)
 		e.mu.Unlock()
 	}()
+	if !claimed {
+		if o = e.ready(arg); o != Completed {
+			ended = true
+			return
+		}
+	}
 	if e.timed {
 		w = &worker[T]{observed: observed{since: since}}
 		e.started(w, arg)
 	}
-	v, stack, ok := e.runOne(arg)
+	v, stack, ran, ok := e.runOne(arg)
 	switch {
 	case ok:
+		o = ran
 	case e.reports(arg):
 		e.cfg.Panicked(arg, v, stack)
 	default:
-		panicked = true
+		o = Panicked
 	}
 	if e.timed {
 		w.ended = true
-		e.finished(w, panicked)
+		e.finished(w, o == Panicked)
 	}
 	ended = true
-	if panicked {
+	if o == Panicked {
 		e.handlePanic(v, stack)
 	}
 }
 
 // runOne runs arg; ok is false when it panicked, with what recover returned and the stack.
-func (e *Engine[T]) runOne(arg T) (v any, stack []byte, ok bool) {
+func (e *Engine[T]) runOne(arg T) (v any, stack []byte, o Outcome, ok bool) {
 	defer func() {
 		if !ok && (!e.cfg.NoRecover || e.reports(arg)) {
 			v = recover()
@@ -183,9 +229,9 @@ func (e *Engine[T]) runOne(arg T) (v any, stack []byte, ok bool) {
 		}
 	}()
 	if e.cfg.RunInline != nil {
-		e.cfg.RunInline(arg)
+		o = e.cfg.RunInline(arg)
 	} else {
-		e.cfg.Run(arg)
+		o = e.run(arg)
 	}
-	return nil, nil, true
+	return nil, nil, o, true
 }

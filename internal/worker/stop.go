@@ -72,15 +72,31 @@ func (e *Engine[T]) Remove() []T {
 // removeAll is Remove with e.mu held, without checkExited.
 func (e *Engine[T]) removeAll() []T {
 	var out []T
+	gone := 0
 	for {
 		arg, ok := e.dequeue()
 		if !ok {
 			break
 		}
+		if e.claimed(arg) {
+			gone++ // claimed elsewhere: see Config.Take
+			continue
+		}
 		out = append(out, arg)
 	}
 	e.countRemoved(len(out))
+	e.uncount(gone)
 	return out
+}
+
+// uncount drops n tasks taken out of the queue that were claimed elsewhere (Config.Take)
+// from pending. Callers hold e.mu.
+func (e *Engine[T]) uncount(n int) {
+	e.pending -= n
+	if n > 0 && e.pending == 0 && e.drained != nil {
+		close(e.drained)
+		e.drained = nil
+	}
 }
 
 // countRemoved counts n accepted tasks taken out of the queue unrun: they are no longer

@@ -6,21 +6,21 @@ package worker
 // RemoveIf) leaves the sub-pool owing that count: Abandon settles it.
 
 // Abandon tells the engine that the worker Config.Start was asked to run for first will never
-// run: first ends unrun, counted as removed, and the worker's counts are taken back.
-func (e *Engine[T]) Abandon(first T) {
+// run: first ends unrun, counted as removed, and the worker's counts are taken back. It
+// reports whether another party had claimed first (Config.Take): the caller then drops it.
+func (e *Engine[T]) Abandon(first T) (gone bool) {
 	e.mu.Lock()
 	e.waking--
 	e.unrun(first)
-	e.removed++
-	e.pending--
-	if e.pending == 0 && e.drained != nil {
-		close(e.drained)
-		e.drained = nil
+	if gone = e.claimed(first); !gone {
+		e.removed++
 	}
+	e.uncount(1)
 	starts := e.dispatch()
 	e.checkExited()
 	e.mu.Unlock()
 	e.launchAll(starts)
+	return gone
 }
 
 // RemoveIf takes the queued tasks for which match reports true out of the queue, oldest
@@ -29,6 +29,7 @@ func (e *Engine[T]) Abandon(first T) {
 func (e *Engine[T]) RemoveIf(match func(T) bool) []T {
 	e.mu.Lock()
 	var out []T
+	gone := 0
 	n := e.queue.Len()
 	for range n {
 		arg, _ := e.queue.Pop()
@@ -37,7 +38,11 @@ func (e *Engine[T]) RemoveIf(match func(T) bool) []T {
 			since, _ = e.stamps.Pop()
 		}
 		if match(arg) {
-			out = append(out, arg)
+			if e.claimed(arg) {
+				gone++ // claimed elsewhere: see Config.Take
+			} else {
+				out = append(out, arg)
+			}
 			continue
 		}
 		e.queue.Push(arg)
@@ -46,7 +51,7 @@ func (e *Engine[T]) RemoveIf(match func(T) bool) []T {
 		}
 	}
 	// Submitters blocked on a full queue move into the room made.
-	for range out {
+	for range len(out) + gone {
 		b := e.blocked.pop()
 		if b == nil {
 			break
@@ -59,6 +64,7 @@ func (e *Engine[T]) RemoveIf(match func(T) bool) []T {
 		b.decide(Accepted)
 	}
 	e.countRemoved(len(out))
+	e.uncount(gone)
 	e.checkExited()
 	e.mu.Unlock()
 	return out

@@ -1,0 +1,112 @@
+package crew
+
+import (
+	"context"
+	"sync"
+)
+
+// Waits that help. A function running on a pool holds one of its slots; when it waits for
+// work it gave the same pool (or a pool above its own), and every slot is held by such a
+// waiter, nothing is left to run that work. So a wait made from the context crew gave the
+// function (a call: life.go) runs the functions it waits for that no worker has taken yet,
+// itself, on the waiting goroutine, inside the slot it holds: the slot is lent, never a new
+// one taken, so the limit holds. The wait claims each function first (claim.lend); a worker
+// that reaches the function's place in the queue later finds it claimed and drops it. A
+// submit from such a function into the pool's full bounded queue runs the function on the
+// submitter for the same reason (worker.Engine.SubmitOrRun).
+
+// helpable returns the call of ctx when a wait made from ctx on p may lend the call's slot:
+// ctx is, or derives from, the context crew gave a function running on p or on a sub-pool of
+// p, at any depth (such a function holds a slot of each pool above it). Otherwise nil.
+func helpable(ctx context.Context, p *Pool) *call {
+	c, _ := ctx.Value(callKey{}).(*call)
+	if c == nil || !c.running() {
+		return nil
+	}
+	for q := c.pool; q != nil; q = q.parent {
+		if q == p {
+			return c
+		}
+	}
+	return nil
+}
+
+// A lendable is a queued function that a wait may run itself.
+type lendable interface {
+	task
+	// lend claims it for the wait (claim.lend), failing it if its context has ended. It
+	// reports whether the wait is to run it.
+	lend() bool
+	claimed() *claim
+}
+
+// helper is the part of a group or call whose waits may lend their caller's slot: slot is
+// the caller's call, and queued the functions it gave the pool, newest last, among which the
+// ones no worker has taken yet.
+type helper struct {
+	p     *Pool
+	slot  *call
+	mu    sync.Mutex
+	queue []lendable
+}
+
+// init sets h up for a group or call made from ctx on p: it helps only if ctx is helpable.
+func (h *helper) init(ctx context.Context, p *Pool) {
+	h.p, h.slot = p, helpable(ctx, p)
+}
+
+// helps reports whether h's waits lend the slot.
+func (h *helper) helps() bool { return h.slot != nil }
+
+// add notes t, which the pool accepted, as a function h's waits may run. Functions that
+// have left the queue are dropped from the list when it is about to grow, so a long-lived
+// group whose functions the workers take keeps a short list.
+func (h *helper) add(t lendable) {
+	h.mu.Lock()
+	if len(h.queue) == cap(h.queue) && len(h.queue) >= 16 {
+		kept := h.queue[:0]
+		for _, q := range h.queue {
+			if q.claimed().state.Load() == queued {
+				kept = append(kept, q)
+			}
+		}
+		clear(h.queue[len(kept):])
+		h.queue = kept
+	}
+	h.queue = append(h.queue, t)
+	h.mu.Unlock()
+}
+
+// helpOne runs the newest of h's functions that no worker has taken yet on the calling
+// goroutine, and reports whether it ran or skipped one; false when there was none to take,
+// or the caller's function no longer runs (its slot is no longer its to lend).
+func (h *helper) helpOne() bool {
+	if h.slot == nil || !h.slot.running() {
+		return false
+	}
+	for {
+		h.mu.Lock()
+		n := len(h.queue)
+		if n == 0 {
+			h.mu.Unlock()
+			return false
+		}
+		t := h.queue[n-1]
+		h.queue[n-1] = nil
+		h.queue = h.queue[:n-1]
+		h.mu.Unlock()
+		if t.claimed().state.Load() != queued {
+			continue
+		}
+		if t.lend() {
+			h.p.core.e.RunClaimed(t)
+		}
+		return true
+	}
+}
+
+// help runs h's functions that no worker has taken yet, newest first, until none is left.
+func (h *helper) help() {
+	for h.helpOne() {
+	}
+}

@@ -1,0 +1,342 @@
+package crew_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/crewgo/crew"
+)
+
+// active counts the functions of a fork/join that hold a slot and are not lending it: a
+// function stops counting while it waits for its children, since a wait that helps runs them
+// in its slot. At every start the count must stay within the limit.
+type active struct {
+	limit int
+	n     atomic.Int32
+	max   atomic.Int32
+	over  atomic.Int32
+}
+
+func (a *active) start() {
+	n := a.n.Add(1)
+	if n > int32(a.limit) {
+		a.over.Add(1)
+	}
+	for m := a.max.Load(); n > m && !a.max.CompareAndSwap(m, n); m = a.max.Load() {
+	}
+}
+
+func (a *active) stop() { a.n.Add(-1) }
+
+// fibShapes are the ways a function can fork its two children and join them: each made from
+// the context crew gave the function, on the pool p.
+type fibShape struct {
+	name string
+	fork func(ctx context.Context, p *crew.Pool, a *active, depth int) (int, error)
+}
+
+// fibShapes is set by init: its functions call fib, which reads it.
+var fibShapes []fibShape
+
+func init() { fibShapes = shapes() }
+
+func shapes() []fibShape {
+	return []fibShape{
+		{"Group", func(ctx context.Context, p *crew.Pool, a *active, depth int) (int, error) {
+			var l, r int
+			a.stop() // Go may run a child in this function's slot, if the queue is full
+			g, _ := p.Group(ctx)
+			g.Go(func(ctx context.Context) (err error) { l, err = fib(ctx, p, a, depth-1, 0); return err })
+			g.Go(func(ctx context.Context) (err error) { r, err = fib(ctx, p, a, depth-2, 0); return err })
+			err := g.Wait()
+			a.start()
+			return l + r, err
+		}},
+		{"Results", func(ctx context.Context, p *crew.Pool, a *active, depth int) (int, error) {
+			a.stop()
+			rs, _ := crew.NewResults[int](ctx, p)
+			rs.Go(func(ctx context.Context) (int, error) { return fib(ctx, p, a, depth-1, 1) })
+			rs.Go(func(ctx context.Context) (int, error) { return fib(ctx, p, a, depth-2, 1) })
+			vals, err := rs.Wait()
+			a.start()
+			return vals[0] + vals[1], err
+		}},
+		{"Map", func(ctx context.Context, p *crew.Pool, a *active, depth int) (int, error) {
+			a.stop()
+			vals, err := crew.Map(ctx, p, []int{depth - 1, depth - 2}, func(ctx context.Context, d int) (int, error) {
+				return fib(ctx, p, a, d, 2)
+			})
+			a.start()
+			return vals[0] + vals[1], err
+		}},
+		{"GoContext", func(ctx context.Context, p *crew.Pool, a *active, depth int) (int, error) {
+			a.stop()
+			l := crew.GoContext(ctx, p, func(ctx context.Context) (int, error) { return fib(ctx, p, a, depth-1, 3) })
+			r := crew.GoContext(ctx, p, func(ctx context.Context) (int, error) { return fib(ctx, p, a, depth-2, 3) })
+			lv, lerr := l.Wait()
+			rv, rerr := r.Wait()
+			a.start()
+			return lv + rv, errors.Join(lerr, rerr)
+		}},
+		{"MapSeq", func(ctx context.Context, p *crew.Pool, a *active, depth int) (int, error) {
+			a.stop()
+			defer a.start()
+			sum := 0
+			for v, err := range crew.MapSeq(ctx, p, slices.Values([]int{depth - 1, depth - 2}), func(ctx context.Context, d int) (int, error) {
+				return fib(ctx, p, a, d, 4)
+			}) {
+				if err != nil {
+					return 0, err
+				}
+				sum += v
+			}
+			return sum, nil
+		}},
+	}
+}
+
+// fib computes the Fibonacci number of depth by forking and joining on p with fibShapes[shape]:
+// every level waits, inside a function of p, for work it gave p.
+func fib(ctx context.Context, p *crew.Pool, a *active, depth, shape int) (int, error) {
+	a.start()
+	defer a.stop()
+	if depth < 2 {
+		return depth, nil
+	}
+	return fibShapes[shape].fork(ctx, p, a, depth)
+}
+
+// TestNestedForkJoinCompletesOnOneWorker proves "Waits that help": fork/join of depth 8, each
+// level a Group, a Results, a Map, two GoContext futures or a MapSeq made from the caller's
+// context, completes on a pool of one worker, also with a queue of one, and on a sub-pool of
+// limit 1, with never more functions holding a slot than the limit.
+func TestNestedForkJoinCompletesOnOneWorker(t *testing.T) {
+	t.Parallel()
+	pools := []struct {
+		name string
+		make func() (p *crew.Pool, done func())
+	}{
+		{"New(1)", func() (*crew.Pool, func()) { p := crew.New(1); return p, p.StopAndWait }},
+		{"New(1,WithQueueSize(1))", func() (*crew.Pool, func()) {
+			p := crew.New(1, crew.WithQueueSize(1))
+			return p, p.StopAndWait
+		}},
+		{"Sub(1)", func() (*crew.Pool, func()) {
+			parent := crew.New(4)
+			return parent.Sub(1), parent.StopAndWait
+		}},
+		{"Sub(1,WithQueueSize(1))", func() (*crew.Pool, func()) {
+			parent := crew.New(2, crew.WithQueueSize(1))
+			return parent.Sub(1, crew.WithQueueSize(1)), parent.StopAndWait
+		}},
+	}
+	const depth, want = 8, 21
+	for _, pc := range pools {
+		for shape, sc := range fibShapes {
+			t.Run(pc.name+"/"+sc.name, func(t *testing.T) {
+				t.Parallel()
+				p, done := pc.make()
+				defer done()
+				a := &active{limit: 1}
+				var got int
+				var err error
+				root := crew.GoContext(context.Background(), p, func(ctx context.Context) (int, error) {
+					return fib(ctx, p, a, depth, shape)
+				})
+				finished := goRun(func() { got, err = root.Wait() })
+				select {
+				case <-finished:
+				case <-time.After(20 * time.Second):
+					t.Fatalf("fork/join of depth %d did not complete in 20 s: stats %+v", depth, p.Stats())
+				}
+				if err != nil || got != want {
+					t.Fatalf("fib(%d) = %d, %v; want %d, nil", depth, got, err, want)
+				}
+				if n := a.over.Load(); n != 0 {
+					t.Fatalf("%d starts found more than 1 function holding a slot (at most %d)", n, a.max.Load())
+				}
+				p.Wait()
+				s := p.Stats()
+				idleIdentity(t, "pool", s)
+				if s.Accepted < 2 {
+					t.Fatalf("Stats = %+v: the functions were not tasks of the pool", s)
+				}
+			})
+		}
+	}
+}
+
+// TestHelpingWaitRunsItsOwnFunctionsOnly: a group made inside a function helps only with its
+// own queued functions, never with other tasks of the pool, so the limit holds for them too.
+func TestHelpingWaitRunsItsOwnFunctionsOnly(t *testing.T) {
+	t.Parallel()
+	p := crew.New(1)
+	defer p.StopAndWait()
+	var otherRan atomic.Bool
+	var ranOn sync.Map // function name -> true if it ran while the parent waited
+	f := crew.GoContext(context.Background(), p, func(ctx context.Context) (int, error) {
+		must(t, p.Submit(func() { otherRan.Store(true) })) // queued: the one worker runs this function
+		g, _ := p.Group(ctx)
+		g.Go(func(context.Context) error { ranOn.Store("child", otherRan.Load()); return nil })
+		err := g.Wait()
+		if otherRan.Load() {
+			t.Error("the wait ran a plain task of the pool that was not its own")
+		}
+		return 0, err
+	})
+	if _, err := f.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	p.Wait()
+	if v, ok := ranOn.Load("child"); !ok || v.(bool) {
+		t.Fatalf("child ran: %v, with the other task already run: %v", ok, v)
+	}
+	if !otherRan.Load() {
+		t.Fatal("the plain task never ran")
+	}
+}
+
+// TestGroupMadeOutsideAnyTaskDoesNotHelp: a wait made from a context crew did not give to a
+// running function (here the Group's own, handed back to its maker) runs nothing itself, so a
+// goroutine outside the pool never runs its functions beside the pool's workers.
+func TestGroupMadeOutsideAnyTaskDoesNotHelp(t *testing.T) {
+	t.Parallel()
+	p := crew.New(1)
+	defer p.StopAndWait()
+	task, started, release := blocker()
+	must(t, p.Submit(task))
+	<-started
+	g, gctx := p.Group(context.Background())
+	inner, _ := p.Group(gctx) // the group's context is not a function's
+	var ran atomic.Bool
+	inner.Go(func(context.Context) error { ran.Store(true); return nil })
+	done := goRun(func() { inner.Wait() })
+	stillBlocked(t, "Wait of a group made outside any task, with the one worker busy", done)
+	if ran.Load() {
+		t.Fatal("the function ran on the waiting goroutine, outside the pool")
+	}
+	close(release)
+	awaitReturn(t, "Wait once the worker is free", done)
+	g.Wait()
+}
+
+// TestHelpingWaitAfterTheFunctionReturnedDoesNotHelp: a context kept past the return of the
+// function it was given to no longer lends a slot: that function's slot is gone.
+func TestHelpingWaitAfterTheFunctionReturnedDoesNotHelp(t *testing.T) {
+	t.Parallel()
+	p := crew.New(1)
+	defer p.StopAndWait()
+	kept := make(chan context.Context, 1)
+	g, _ := p.Group(context.Background())
+	g.Go(func(ctx context.Context) error { kept <- ctx; return nil })
+	must(t, g.Wait())
+	ctx := <-kept
+	task, started, release := blocker()
+	must(t, p.Submit(task))
+	<-started
+	late := crew.GoContext(context.WithoutCancel(ctx), p, func(context.Context) (int, error) { return 1, nil })
+	done := goRun(func() { late.Wait() })
+	stillBlocked(t, "Wait from a context whose function has returned, with the one worker busy", done)
+	close(release)
+	awaitReturn(t, "Wait once the worker is free", done)
+}
+
+// TestSubmitFromAFunctionIntoItsFullQueueRunsOnTheCaller: Group.Go, Results.Go, GoContext and
+// SubmitContext from a function, with that function's context, into its pool's full bounded
+// queue run the function on the caller, counted as caller-run, instead of blocking for ever.
+func TestSubmitFromAFunctionIntoItsFullQueueRunsOnTheCaller(t *testing.T) {
+	t.Parallel()
+	submits := []struct {
+		name string
+		give func(ctx context.Context, p *crew.Pool, fn func()) (wait func() error)
+	}{
+		{"Group.Go", func(ctx context.Context, p *crew.Pool, fn func()) func() error {
+			g, _ := p.Group(ctx)
+			g.Go(func(context.Context) error { fn(); return nil })
+			return g.Wait
+		}},
+		{"Results.Go", func(ctx context.Context, p *crew.Pool, fn func()) func() error {
+			r, _ := crew.NewResults[int](ctx, p)
+			r.Go(func(context.Context) (int, error) { fn(); return 0, nil })
+			return func() error { _, err := r.Wait(); return err }
+		}},
+		{"GoContext", func(ctx context.Context, p *crew.Pool, fn func()) func() error {
+			f := crew.GoContext(ctx, p, func(context.Context) (int, error) { fn(); return 0, nil })
+			return func() error { _, err := f.Wait(); return err }
+		}},
+		{"SubmitContext", func(ctx context.Context, p *crew.Pool, fn func()) func() error {
+			err := p.SubmitContext(ctx, fn)
+			return func() error { return err }
+		}},
+	}
+	for _, c := range submits {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			p := crew.New(1, crew.WithQueueSize(1))
+			defer p.StopAndWait()
+			var inner atomic.Int32
+			f := crew.GoContext(context.Background(), p, func(ctx context.Context) (int, error) {
+				must(t, p.Submit(func() {})) // fills the queue: the one worker runs this function
+				wait := c.give(ctx, p, func() { inner.Add(1) })
+				if inner.Load() != 1 {
+					t.Error("the function had not run on the caller when the submit returned")
+				}
+				return 0, wait()
+			})
+			done := goRun(func() {
+				if _, err := f.Wait(); err != nil {
+					t.Error(err)
+				}
+			})
+			awaitReturn(t, c.name+" from a function into its full queue", done)
+			p.Wait()
+			s := p.Stats()
+			if inner.Load() != 1 || s.CallerRan != 1 {
+				t.Fatalf("the inner function ran %d times, CallerRan %d; want 1 and 1", inner.Load(), s.CallerRan)
+			}
+			idleIdentity(t, "pool", s)
+		})
+	}
+}
+
+// TestCrawlerCompletes is the shape of a crawler that hangs on a pool whose workers all block
+// adding links to a full queue: each page's links are a group made from the page's context,
+// so a page that waits for its links runs the queued ones itself, and a page whose link
+// does not fit the queue crawls it itself.
+func TestCrawlerCompletes(t *testing.T) {
+	t.Parallel()
+	p := crew.New(8, crew.WithQueueSize(16))
+	defer p.StopAndWait()
+	// A site of 4 levels, 6 links a page: 1555 pages.
+	var pages atomic.Int64
+	var crawl func(ctx context.Context, url string, level int) error
+	crawl = func(ctx context.Context, url string, level int) error {
+		pages.Add(1)
+		if level == 4 {
+			return nil
+		}
+		g, _ := p.Group(ctx)
+		for i := range 6 {
+			link := fmt.Sprintf("%s/%d", url, i)
+			g.Go(func(ctx context.Context) error { return crawl(ctx, link, level+1) })
+		}
+		return g.Wait()
+	}
+	g, _ := p.Group(context.Background())
+	g.Go(func(ctx context.Context) error { return crawl(ctx, "https://a.example", 0) })
+	done := goRun(func() { must(t, g.Wait()) })
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the crawl hung after %d pages: stats %+v", pages.Load(), p.Stats())
+	}
+	if n := pages.Load(); n != 1555 {
+		t.Fatalf("crawled %d pages, want 1555", n)
+	}
+}
