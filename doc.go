@@ -28,10 +28,59 @@
 // or completion order, pulling it lazily with bounded memory; [Batch] groups tiny values so
 // that each hand-off to a worker carries many.
 //
+// # A task's life
+//
+// A function given with a context (of [GoContext], [Group.Go], [Results.Go], [Map],
+// [ForEach], [MapSeq] and [MapSeqUnordered]) receives a context of its own, derived from
+// the one its group or call was made from. If that context ends before a worker takes the
+// function, the function never runs: it is skipped, counted in [Stats].Skipped, and its
+// future, group or call sees [context.Cause] of the context. So once a group's first error
+// cancels its context, its functions still queued are skipped ([Pool.GroupAll] runs them
+// all). [Future.Cancel] takes a function out before it starts. [WithTaskTimeout] gives each
+// function's context a deadline after its start. When [Pool.Shutdown]'s context ends before
+// the pool has drained, the functions with a context still queued are skipped and the
+// contexts of those running end, with cause [ErrStopped]. Plain tasks, which carry no
+// context, always run.
+//
+// # Waits that help
+//
+// A function running on a pool holds one of its slots. If it waits for work it gave the same
+// pool, and every slot is held by such a waiter, nothing is left to run that work: the most
+// reported hang of worker pools. crew avoids it where it can tell who waits: a [Group],
+// [Results], [Map], [ForEach], [MapSeq] or [GoContext] made on a pool P, inside a function
+// running on P or on a sub-pool of P, from the context crew gave that function (or one
+// derived from it), runs the functions it waits for that no worker has taken yet itself, on
+// the waiting goroutine, in the slot the waiting function holds. A submit by such a function,
+// with that context, into P's full bounded queue ([Group.Go], [Results.Go], [GoContext],
+// [Pool.SubmitContext]) runs the function on the caller instead of blocking (counted in
+// [Stats].CallerRan). The slot is lent, no new one is taken: the limit holds, and nested
+// fork/join of any depth completes, even on New(1) with a queue of one:
+//
+//	var walk func(ctx context.Context, n *Node) error
+//	walk = func(ctx context.Context, n *Node) error {
+//		g, _ := pool.Group(ctx) // ctx: the context crew gave this function
+//		for _, c := range n.Children {
+//			g.Go(func(ctx context.Context) error { return walk(ctx, c) })
+//		}
+//		return g.Wait() // runs the children no worker has taken
+//	}
+//	g, _ := pool.Group(ctx)
+//	g.Go(func(ctx context.Context) error { return walk(ctx, root) })
+//	err := g.Wait()
+//
+// crew cannot tell who calls when the call carries no such context: [Pool.Wait] or
+// [Pool.StopAndWait] called inside a task of the same pool waits for that task too and never
+// returns; a blocking [Pool.Submit] (or [Group.Go] on a group made outside any function of
+// the pool) from a task into its own full queue waits for a worker like any other, and when
+// every worker does so at once they wait for ever. Make the group inside the function, from
+// its context, as above. A wait helps only on the goroutine of the function its context was
+// given to: handing that context to another goroutine and waiting there runs functions
+// beside the pool's workers. No function runs in a lent slot while the pool is paused.
+//
 // Profiler labels (runtime/pprof) follow the work, not the worker. A worker starts with no
 // labels, whichever goroutine's submit started it, and a plain task runs under none. A
-// function given with a context (the functions of a group, a [Results], [Map], [ForEach],
-// [MapSeq] and [MapSeqUnordered]) runs on a worker under the labels of the context its group
+// function given with a context (the functions of [GoContext], a group, a [Results], [Map],
+// [ForEach], [MapSeq] and [MapSeqUnordered]) runs on a worker under the labels of the context its group
 // or call was made from, and the worker has none again once the function returns, panics or
 // calls runtime.Goexit; so work that a request labelled with pprof.Do hands to a pool shows
 // in profiles under the request's labels. A function that [CallerRuns] runs on its submitter
@@ -63,7 +112,10 @@
 // # Guarantees
 //
 //   - Every task whose submit returned nil (or true) runs exactly once, even across Resize,
-//     Stop, Shutdown and the end of the pool's context; a task whose submit failed never runs.
+//     Stop, Shutdown and the end of the pool's context, unless it is accounted for as not
+//     run: dropped by [DiscardOldest], taken out by [Pool.StopNow], or skipped (its own
+//     context ended first, or its future was canceled). Each such task counts in [Stats] and
+//     fails its future, group or call; a task whose submit failed never runs.
 //   - No task of a pool, or of a sub-pool, starts while its limit or more of its tasks run,
 //     and a sub-pool's tasks count against its parent's limit. Tasks running when a shrinking
 //     Resize returns finish; the new limit holds for every start after it.
@@ -82,13 +134,15 @@
 //     returned as a [*PanicError].
 //   - A panic handler that panics: reported through the default handler; the worker survives.
 //     A panic in a sub-pool's task goes to the sub-pool's handler, by default its parent's.
-//   - A task that never returns: Shutdown(ctx) returns ctx.Err() when ctx ends and every
-//     other task still runs.
+//   - A task that never returns: Shutdown(ctx) returns ctx.Err() when ctx ends; the contexts
+//     of functions given with one end (cause [ErrStopped]), those still queued are skipped,
+//     and plain tasks still run.
 //   - A sequence given to ForEach that panics: ForEach cancels its calls' context, waits for
 //     the calls in flight, and the panic goes on to ForEach's caller.
 //   - Wait called from a task of the same pool waits for that task too, so it never returns.
 //     Stop, Stats, TrySubmit and Resize are safe from a task; a blocking Submit from a task
-//     into its own full queue waits for a worker like any other.
+//     into its own full queue waits for a worker like any other (see "Waits that help" for
+//     the calls that do not).
 //   - Submitters blocked on a full queue when the pool stops return [ErrStopped]; a submit
 //     after the pool's context ended returns [ErrStopped].
 package crew

@@ -7,6 +7,7 @@ import (
 	"iter"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/crewgo/crew/internal/worker"
 )
@@ -114,7 +115,7 @@ func GoContext[R any](ctx context.Context, p *Pool, fn func(context.Context) (R,
 	}
 	if ctx.Err() != nil {
 		p.core.admit(f, true, ctx, false) // counted as Canceled, and seen by the hooks
-		f.refuse(causeOf(ctx))
+		f.refuse(context.Cause(ctx))
 		return f
 	}
 	x := &futureCall[R]{fn: fn}
@@ -129,7 +130,7 @@ func GoContext[R any](ctx context.Context, p *Pool, fn func(context.Context) (R,
 	switch r := p.core.admit(f, true, ctx, x.h.helps()); r {
 	case worker.Accepted:
 	case worker.Canceled:
-		f.refuse(causeOf(ctx))
+		f.refuse(context.Cause(ctx))
 	default:
 		f.refuse(p.core.result(r, ctx))
 	}
@@ -141,11 +142,31 @@ func GoContext[R any](ctx context.Context, p *Pool, fn func(context.Context) (R,
 // function of the pool runs its function on the calling goroutine if no worker has taken it
 // yet.
 func (f *Future[R]) Wait() (R, error) {
-	if f.x != nil && f.x.h.helps() && f.claim.state.Load() == queued && f.x.h.slot.running() && f.lend() {
-		f.x.c.pool.core.e.RunClaimed(f)
+	if f.x != nil && f.x.h.helps() {
+		f.help()
 	}
 	f.wg.Wait()
 	return f.val, f.err
+}
+
+// help runs the function on the calling goroutine if no worker has taken it yet, for a Wait
+// made inside a function of the pool (help.go); while the pool is paused it looks again every
+// pausePoll, as helper.until does.
+func (f *Future[R]) help() {
+	x := f.x
+	for f.claim.state.Load() == queued && x.h.slot.running() {
+		if !x.c.pool.core.e.Halted() {
+			if f.lend() {
+				x.c.pool.core.e.RunClaimed(f)
+			}
+			return
+		}
+		select {
+		case <-f.Done():
+			return
+		case <-time.After(pausePoll):
+		}
+	}
 }
 
 // Cancel keeps the function from running if no worker has taken it yet, and reports whether
@@ -228,12 +249,13 @@ func (f *Future[R]) claimed() *claim { return &f.claim }
 // wait made from fn's context checks (helpable).
 func (f *Future[R]) begin(inline bool) worker.Outcome {
 	var ctx context.Context
+	var p *Pool
 	if f.x != nil {
-		ctx = f.x.c.Context
+		ctx, p = f.x.c.Context, f.x.c.pool
 	}
-	o, first := f.claim.begin(ctx, inline)
+	o, first := f.claim.begin(ctx, p, inline)
 	if first {
-		f.finish(*new(R), causeOf(ctx))
+		f.finish(*new(R), causeOf(ctx, p))
 	}
 	if o == worker.Completed && f.x != nil {
 		f.x.c.state.Store(f.claim.state.Load())
@@ -243,9 +265,9 @@ func (f *Future[R]) begin(inline bool) worker.Outcome {
 
 // lend claims the function for a Wait that runs it itself (claim.lend).
 func (f *Future[R]) lend() bool {
-	ok, skip := f.claim.lend(f.x.c.Context)
+	ok, skip := f.claim.lend(f.x.c.Context, f.x.c.pool)
 	if skip {
-		f.finish(*new(R), causeOf(f.x.c.Context))
+		f.finish(*new(R), causeOf(f.x.c.Context, f.x.c.pool))
 	}
 	return ok
 }

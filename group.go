@@ -219,22 +219,31 @@ func (g *Group) done() {
 	g.mu.Unlock()
 }
 
-// await blocks until no function of the group is running. While the count is above zero
-// here, some function has yet to call done; the done that takes the count to zero finds idle
-// set, under mu, and closes it unless a Go raised the count again meanwhile, in which case
-// the done of that function does.
+// await blocks until no function of the group is running, running the group's own queued
+// functions meanwhile if its waits help (help.go).
 func (g *Group) await() {
-	g.mu.Lock()
-	if g.running.Load() == 0 {
-		g.mu.Unlock()
+	idle := g.idleChan()
+	if idle == nil {
 		return
+	}
+	g.h.until(idle)
+	<-idle
+}
+
+// idleChan returns a channel closed once no function of the group is running, or nil if
+// none is. While the count is above zero here, some function has yet to call done; the done
+// that takes the count to zero finds idle set, under mu, and closes it unless a Go raised the
+// count again meanwhile, in which case the done of that function does.
+func (g *Group) idleChan() <-chan struct{} {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.running.Load() == 0 {
+		return nil
 	}
 	if g.idle == nil {
 		g.idle = make(chan struct{})
 	}
-	idle := g.idle
-	g.mu.Unlock()
-	<-idle
+	return g.idle
 }
 
 // Wait blocks until every function started by Go has returned, cancels the group's context,
@@ -245,7 +254,6 @@ func (g *Group) await() {
 // Any number of goroutines may call Wait, also while others call Go; a Go call concurrent
 // with Wait may or may not be waited for.
 func (g *Group) Wait() error {
-	g.h.help()
 	g.await()
 	g.cancel(nil)
 	g.unfollow()
@@ -387,18 +395,18 @@ func (t *numberedTask) uncount() { t.g.abort(t.seq, errGoexit) }
 // to run it (claim.begin); a function skipped because the group's context has ended ends with
 // that context's cause.
 func (g *Group) begin(c *claim, inline bool, seq uint64) worker.Outcome {
-	o, first := c.begin(g.ctx, inline)
+	o, first := c.begin(g.ctx, g.p, inline)
 	if first {
-		g.end(seq, causeOf(g.ctx))
+		g.end(seq, causeOf(g.ctx, g.p))
 	}
 	return o
 }
 
 // lend claims a function of the group for a wait that runs it itself (claim.lend).
 func (g *Group) lend(c *claim, seq uint64) bool {
-	ok, skip := c.lend(g.ctx)
+	ok, skip := c.lend(g.ctx, g.p)
 	if skip {
-		g.end(seq, causeOf(g.ctx))
+		g.end(seq, causeOf(g.ctx, g.p))
 	}
 	return ok
 }

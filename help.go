@@ -3,6 +3,7 @@ package crew
 import (
 	"context"
 	"sync"
+	"time"
 )
 
 // Waits that help. A function running on a pool holds one of its slots; when it waits for
@@ -79,9 +80,10 @@ func (h *helper) add(t lendable) {
 
 // helpOne runs the newest of h's functions that no worker has taken yet on the calling
 // goroutine, and reports whether it ran or skipped one; false when there was none to take,
-// or the caller's function no longer runs (its slot is no longer its to lend).
+// the caller's function no longer runs (its slot is no longer its to lend), or the pool is
+// paused (no task starts during a pause, in a lent slot either: see until).
 func (h *helper) helpOne() bool {
-	if h.slot == nil || !h.slot.running() {
+	if h.slot == nil || !h.slot.running() || h.p.core.e.Halted() {
 		return false
 	}
 	for {
@@ -110,3 +112,41 @@ func (h *helper) help() {
 	for h.helpOne() {
 	}
 }
+
+// until runs h's functions that no worker has taken yet until done is closed. While the pool
+// is paused it runs none, and looks again every pausePoll, since a Resume tells no one: the
+// functions it waits for may have no one else to run them once the pause ends. With none of
+// its functions left in the queue, it returns before done is closed: the caller then waits
+// for done as any wait does.
+func (h *helper) until(done <-chan struct{}) {
+	for h.helps() {
+		h.help()
+		if !h.held() {
+			return
+		}
+		select {
+		case <-done:
+			return
+		case <-time.After(pausePoll):
+		}
+	}
+}
+
+// held reports whether some of h's functions are still queued, held by a pause, with the
+// caller's slot still its to lend.
+func (h *helper) held() bool {
+	if !h.slot.running() {
+		return false
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, t := range h.queue {
+		if t.claimed().state.Load() == queued {
+			return true
+		}
+	}
+	return false
+}
+
+// pausePoll is how often a wait whose functions a pause holds looks again.
+const pausePoll = 2 * time.Millisecond

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"time"
 
 	"github.com/crewgo/crew/internal/worker"
 )
@@ -75,8 +76,19 @@ func (g *Group) takeSlot(slots chan struct{}, ctx context.Context) {
 			return
 		default:
 		}
-		if !g.h.helpOne() {
+		if g.h.helpOne() {
+			continue
+		}
+		if !g.h.held() {
 			break
+		}
+		// A pause holds the calls it would run: look again shortly (helper.until).
+		select {
+		case slots <- struct{}{}:
+			return
+		case <-ctx.Done():
+			return
+		case <-time.After(pausePoll):
 		}
 	}
 	select {
@@ -144,17 +156,17 @@ func (t *eachTask[T]) claimed() *claim { return &t.c.claim }
 // begin claims the call (claim.begin); one skipped because the calls' context has ended
 // ends with its cause and frees its slot.
 func (t *eachTask[T]) begin(inline bool) worker.Outcome {
-	o, first := t.c.begin(t.g.ctx, inline)
+	o, first := t.c.begin(t.g.ctx, t.g.p, inline)
 	if first {
-		t.end(causeOf(t.g.ctx))
+		t.end(causeOf(t.g.ctx, t.g.p))
 	}
 	return o
 }
 
 func (t *eachTask[T]) lend() bool {
-	ok, skip := t.c.lend(t.g.ctx)
+	ok, skip := t.c.lend(t.g.ctx, t.g.p)
 	if skip {
-		t.end(causeOf(t.g.ctx))
+		t.end(causeOf(t.g.ctx, t.g.p))
 	}
 	return ok
 }

@@ -42,11 +42,11 @@ type claim struct{ state atomic.Uint32 }
 // cause) or when it was canceled; Claimed when another party took it and counted it. It may
 // be called twice for one run (worker.Config.Begin, then the task's run): the second call
 // returns what the first did, with first false.
-func (c *claim) begin(ctx context.Context, inline bool) (o worker.Outcome, first bool) {
+func (c *claim) begin(ctx context.Context, p *Pool, inline bool) (o worker.Outcome, first bool) {
 	st := c.state.Load()
 	if st == queued {
 		next := taken
-		if ctx != nil && ctx.Err() != nil {
+		if skipping(ctx, p) {
 			next = skipped
 		}
 		if c.state.CompareAndSwap(queued, next) {
@@ -76,11 +76,11 @@ func (c *claim) begin(ctx context.Context, inline bool) (o worker.Outcome, first
 // task is now the waiter's to run; skip is set when ctx had ended and this call claimed the
 // task as skipped: the caller fails the function with ctx's cause, and the worker that
 // reaches its place counts it.
-func (c *claim) lend(ctx context.Context) (ok, skip bool) {
+func (c *claim) lend(ctx context.Context, p *Pool) (ok, skip bool) {
 	if c.state.Load() != queued {
 		return false, false
 	}
-	if ctx != nil && ctx.Err() != nil {
+	if skipping(ctx, p) {
 		return false, c.state.CompareAndSwap(queued, skipped)
 	}
 	return c.state.CompareAndSwap(queued, lent), false
@@ -193,14 +193,38 @@ func WithTaskTimeout(d time.Duration) Option {
 	return func(c *config) { c.taskTimeout = d }
 }
 
-// causeOf is the error a function skipped because ctx ended fails with.
-func causeOf(ctx context.Context) error { return context.Cause(ctx) }
+// skipping reports whether a function given with ctx (nil for none) to p is to be skipped: ctx
+// has ended, or a Shutdown of p or of a pool above it gave up waiting (hard). The second is
+// checked apart from ctx, whose end follows it a moment later (context.AfterFunc runs on a
+// goroutine of its own).
+func skipping(ctx context.Context, p *Pool) bool {
+	return ctx != nil && (ctx.Err() != nil || p.hardStopped())
+}
+
+// causeOf is the error a function given with ctx to p and skipped fails with.
+func causeOf(ctx context.Context, p *Pool) error {
+	if ctx.Err() == nil && p.hardStopped() {
+		return ErrStopped
+	}
+	return context.Cause(ctx)
+}
+
+// hardStopped reports whether a Shutdown of p or of a pool above it gave up waiting.
+func (p *Pool) hardStopped() bool {
+	for q := p; q != nil; q = q.parent {
+		if q.core.hard.ended.Load() {
+			return true
+		}
+	}
+	return false
+}
 
 // hard is the context a pool cancels, with cause ErrStopped, when a Shutdown's context ends
 // before the pool has drained: the contexts of the groups and calls on the pool follow it
 // (follow), so their queued functions are skipped and running ones see it end. A sub-pool's
 // follows its parent's.
 type hard struct {
+	ended    atomic.Bool // set before ctx is canceled, for skipping
 	ctx      context.Context
 	cancel   context.CancelCauseFunc
 	unfollow func() bool // a sub-pool's: stops following its parent's, once it has exited
@@ -213,6 +237,12 @@ func (h *hard) init(above *hard) {
 	if above != nil {
 		h.unfollow = above.follow(h.cancel)
 	}
+}
+
+// end marks h ended and cancels its context: see Pool.Shutdown.
+func (h *hard) end() {
+	h.ended.Store(true)
+	h.cancel(ErrStopped)
 }
 
 // follow makes cancel, which cancels the context of a group or call, run with ErrStopped

@@ -143,7 +143,10 @@ func (p *Pool) TrySubmit(task func()) bool {
 // SubmitContext is [Pool.Submit] that gives up waiting for room in a full queue when ctx
 // ends. It then returns an error that matches ctx.Err() under [errors.Is], and the task never
 // runs. If ctx has already ended, SubmitContext returns that error at once without accepting
-// the task.
+// the task. Called inside a function running on p (or on a sub-pool of p) with the context
+// crew gave it, it runs task on the caller where p's full bounded queue would make it wait
+// (package documentation, "Waits that help"). The task itself carries no context: once
+// accepted it runs.
 func (p *Pool) SubmitContext(ctx context.Context, task func()) error {
 	checkPool(p, "SubmitContext")
 	checkCtx(ctx, "SubmitContext")
@@ -155,8 +158,10 @@ func (p *Pool) SubmitContext(ctx context.Context, task func()) error {
 
 // Wait blocks until every task accepted so far has finished, including tasks accepted while
 // it waits. The pool stays usable. The return of each task synchronizes before the return of
-// the Wait call that waits for it. Calling Wait from a task of the same pool never returns,
-// since that task has not finished.
+// the Wait call that waits for it. Calling Wait from a task of the same pool (or of a
+// sub-pool) never returns, since that task has not finished: to wait inside a task for work
+// it gave the pool, use a [Group] made from the task's context (package documentation,
+// "Waits that help").
 func (p *Pool) Wait() {
 	checkPool(p, "Wait")
 	p.core.wait()
@@ -190,7 +195,8 @@ func (p *Pool) halt() {
 
 // StopAndWait stops the pool as [Pool.Stop] does, then waits until every accepted task has
 // finished and every worker goroutine of the pool has exited. That includes the tasks of its
-// sub-pools ([Pool.Sub]), which run on the pool's workers.
+// sub-pools ([Pool.Sub]), which run on the pool's workers. Called from a task of the pool, it
+// waits for that task too and never returns; [Pool.Stop] is safe there.
 func (p *Pool) StopAndWait() {
 	checkPool(p, "StopAndWait")
 	p.Stop()
@@ -199,9 +205,14 @@ func (p *Pool) StopAndWait() {
 
 // Shutdown stops the pool as [Pool.Stop] does and waits, like [Pool.StopAndWait], for the
 // accepted tasks to finish, but no longer than ctx allows: if ctx ends first it returns
-// ctx.Err(), and the remaining tasks still run in the background. It returns nil whenever the
-// pool has exited, even if ctx has ended too (a pool stopped and drained earlier, say). It
-// mirrors net/http.Server.Shutdown. It panics if ctx is nil, and then stops nothing.
+// ctx.Err(), and then stops firmly what it can: the functions given with a context (of
+// [GoContext], groups, [Results], [Map], [ForEach], [MapSeq] and [MapSeqUnordered], on the
+// pool or its sub-pools) still queued are skipped, and the contexts of those running end with
+// cause [ErrStopped], so that the ones watching their context return. Plain tasks, which carry
+// no context, still run in the background. [Pool.StopAndWait] cancels nothing. Shutdown
+// returns nil whenever the pool has exited, even if ctx has ended too (a pool stopped and
+// drained earlier, say). It mirrors net/http.Server.Shutdown. It panics if ctx is nil, and
+// then stops nothing.
 func (p *Pool) Shutdown(ctx context.Context) error {
 	checkPool(p, "Shutdown")
 	return p.core.shutdown(ctx, p.Stop)
@@ -445,7 +456,7 @@ func (c *core[T]) shutdown(ctx context.Context, stop func()) error {
 			// Past the deadline: the functions given with a context that are still queued
 			// are skipped, and the running ones see their context end (life.go).
 			if c.hard.cancel != nil { // a FuncPool's functions carry no context
-				c.hard.cancel(ErrStopped)
+				c.hard.end()
 			}
 			return ctx.Err()
 		}

@@ -22,7 +22,12 @@ type Stats struct {
 	Idle int
 	// Waiting is the number of accepted tasks that have not started, including one given back
 	// by [Pool.Pause] and a sub-pool's task whose worker waits in the parent's queue.
-	// Running+Waiting counts each accepted task that has not ended exactly once.
+	// Running+Waiting counts each accepted task that has not ended exactly once. A function
+	// that left the queue other than through a worker (a canceled future's, or one a waiting
+	// function ran itself: package documentation, "Waits that help") keeps counting as
+	// Waiting until a worker reaches its place in the queue and drops it; one run by a
+	// waiting function counts in Completed once it has ended, and is never Running: it runs
+	// in the slot of the function that waits, which Running counts.
 	Waiting int
 	// Accepted counts the tasks a submit accepted.
 	Accepted uint64
@@ -55,7 +60,9 @@ type Stats struct {
 	// [ErrStopped]. They never ran.
 	Returned uint64
 	// Skipped counts accepted functions that never ran because their own context ended before
-	// a worker took them. Plain tasks carry no context and are never skipped.
+	// a worker took them, or because [Future.Cancel] took them out; a canceled one counts
+	// once a worker reaches its place in the queue (until then it is Waiting). Plain tasks
+	// carry no context and are never skipped.
 	Skipped uint64
 	// Paused reports whether the pool is paused ([Pool.Pause]); a sub-pool held back by its
 	// parent's pause reports false.

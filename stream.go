@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"sync"
+	"time"
 
 	"github.com/crewgo/crew/internal/worker"
 )
@@ -227,9 +228,9 @@ func (t *seqTask[T, R]) claimed() *claim { return &t.c.claim }
 // begin claims the call (claim.begin); one skipped because the calls' context has ended
 // fails with its cause.
 func (t *seqTask[T, R]) begin(inline bool) worker.Outcome {
-	o, first := t.c.begin(t.s.skip, inline)
+	o, first := t.c.begin(t.s.skip, t.s.p, inline)
 	if first {
-		t.err = causeOf(t.s.skip)
+		t.err = causeOf(t.s.skip, t.s.p)
 		t.end()
 	}
 	return o
@@ -237,10 +238,10 @@ func (t *seqTask[T, R]) begin(inline bool) worker.Outcome {
 
 // lend claims the call for the ranging goroutine (claim.lend).
 func (t *seqTask[T, R]) lend() bool {
-	ok, skip := t.c.lend(t.s.skip)
+	ok, skip := t.c.lend(t.s.skip, t.s.p)
 	t.husk = ok || skip
 	if skip {
-		t.err = causeOf(t.s.skip)
+		t.err = causeOf(t.s.skip, t.s.p)
 		t.end()
 	}
 	return ok
@@ -291,11 +292,19 @@ func (s *seqRun[T, R]) collect(block bool) []*seqTask[T, R] {
 	s.mu.Lock()
 	for block && len(s.finished) == 0 {
 		if s.h.helps() {
-			// A range made inside a function of p runs its own queued calls meanwhile.
+			// A range made inside a function of p runs its own queued calls meanwhile; a
+			// pause holds them, and it looks again shortly (helper.until).
 			s.mu.Unlock()
 			ran := s.h.helpOne()
+			held := !ran && s.h.held()
 			s.mu.Lock()
 			if ran {
+				continue
+			}
+			if held {
+				s.mu.Unlock()
+				time.Sleep(pausePoll)
+				s.mu.Lock()
 				continue
 			}
 		}

@@ -1,6 +1,9 @@
 package worker
 
-import "runtime"
+import (
+	"runtime"
+	"time"
+)
 
 // Submit offers arg to the engine. With wait false it never blocks; with wait true it blocks
 // while a bounded queue is full (unless the engine is NonBlocking) until there is room, the
@@ -148,29 +151,51 @@ func (e *Engine[T]) crowded() bool {
 // SubmitOrRun is Submit for a submitter that holds a slot of the engine (a function running
 // on it, or on a sub-pool of it): where Submit would block on a full bounded queue, the
 // submitter runs arg itself, as CallerRuns does, in the slot it holds, and it counts as
-// caller-run. While the engine or an ancestor is paused, no task may start, and under an
-// overflow policy other than Block a full queue does not block: in both cases it is Submit.
+// caller-run. Under an overflow policy other than Block a full queue does not block: it is
+// Submit. While the engine or an ancestor is paused no task may start, so it waits for room,
+// looking again every pausePoll whether the pause has ended, until done is closed: the slot
+// it holds may be the one that would make room.
 func (e *Engine[T]) SubmitOrRun(arg T, done <-chan struct{}) Result {
-	at := e.now()
-	e.lock()
-	if e.timed {
-		e.at = at
-	}
-	if e.stopped {
-		e.mu.Unlock()
-		return Stopped
-	}
-	s, ok := e.route(arg, true)
-	if !ok {
-		if e.Halted() || e.cfg.NonBlocking || e.cfg.Overflow != Block {
+	for {
+		at := e.now()
+		e.lock()
+		if e.timed {
+			e.at = at
+		}
+		if e.stopped {
+			e.mu.Unlock()
+			return Stopped
+		}
+		s, ok := e.route(arg, true)
+		if ok {
+			e.mu.Unlock()
+			e.launch(s)
+			return Accepted
+		}
+		if e.cfg.NonBlocking || e.cfg.Overflow != Block {
 			e.mu.Unlock()
 			return e.Submit(arg, true, done)
 		}
-		e.mu.Unlock()
-		e.runInline(arg, at)
-		return Accepted
+		if !e.Halted() {
+			e.mu.Unlock()
+			e.runInline(arg, at)
+			return Accepted
+		}
+		t := time.NewTimer(pausePoll)
+		r := e.blockHere(arg, done, t.C) // unlocks
+		t.Stop()
+		if r != lookAgain {
+			return r
+		}
 	}
-	e.mu.Unlock()
-	e.launch(s)
-	return Accepted
+}
+
+// pausePoll is how often a wait held by a pause looks again whether it has ended: a pause
+// is rare, and a Resume has no one to tell.
+const pausePoll = 2 * time.Millisecond
+
+// blockHere is blockUntil for SubmitOrRun: expire makes it look again (lookAgain), counted
+// nowhere. It is entered with e.mu held and releases it.
+func (e *Engine[T]) blockHere(arg T, done <-chan struct{}, expire <-chan time.Time) Result {
+	return e.blockWaiter(arg, done, expire, true)
 }

@@ -94,12 +94,19 @@ func (e *Engine[T]) expired(w *waiter[T]) (Result, bool) {
 		return 0, false
 	}
 	e.blocked.remove(w)
+	if w.here {
+		return lookAgain, true // SubmitOrRun's: see there
+	}
 	if e.cfg.Overflow == CallerRuns {
 		return inline, true
 	}
 	e.rejected++
 	return Full, true
 }
+
+// lookAgain is block's answer to SubmitOrRun when its wait for room ran out: it looks again
+// whether the engine is still paused.
+const lookAgain Result = 254
 
 // dropOldest replaces the task queued longest with arg, and returns it with its submit stamp
 // (for the Observer), unless Config.Keep says it must stay. Tasks at the head that another

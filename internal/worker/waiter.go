@@ -14,6 +14,7 @@ type waiter[T any] struct {
 	result     chan Result // buffered: deciding never blocks
 	prev, next *waiter[T]
 	listed     bool
+	here       bool // SubmitOrRun's, waiting only while the engine is paused
 }
 
 func (w *waiter[T]) decide(r Result) { w.result <- r }
@@ -88,7 +89,7 @@ func getWaiter[T any](bubbled bool) *waiter[T] {
 
 func putWaiter[T any](w *waiter[T], bubbled bool) {
 	var zero T
-	w.arg = zero
+	w.arg, w.here = zero, false
 	if !bubbled && !inBubble() {
 		waiters.Put(w)
 	}
@@ -126,8 +127,13 @@ func (e *Engine[T]) block(arg T, done <-chan struct{}) Result {
 
 // blockUntil is block that also gives up when expire (nil: never) fires; see expired.
 func (e *Engine[T]) blockUntil(arg T, done <-chan struct{}, expire <-chan time.Time) Result {
+	return e.blockWaiter(arg, done, expire, false)
+}
+
+// blockWaiter is blockUntil, for SubmitOrRun with here set (see blockHere).
+func (e *Engine[T]) blockWaiter(arg T, done <-chan struct{}, expire <-chan time.Time, here bool) Result {
 	w := getWaiter[T](e.bubbled)
-	w.arg = arg
+	w.arg, w.here = arg, here
 	e.blocked.push(w)
 	e.mu.Unlock()
 
