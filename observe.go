@@ -57,11 +57,11 @@ type Hooks struct {
 	// queue unrun, on the submitting goroutine that caused it, with TaskInfo.Wait set to the
 	// time the task waited. Started and Finished are never called for it.
 	Discarded func(TaskInfo)
-	// Context is called for each function given with a context (the functions of a
-	// [Group], a [Results], [Map], [ForEach], [MapSeq] and [MapSeqUnordered]) on the
-	// goroutine that runs it, just before it runs, with the context it was to receive; the
-	// function receives the context Context returns instead (the one it was to receive if
-	// that is nil). end, unless nil, is called on that goroutine once the function has
+	// Context is called for each function given with a context (the functions of
+	// [GoContext], a [Group], a [Results], [Map], [ForEach], [MapSeq] and
+	// [MapSeqUnordered]) on the goroutine that runs it, just before it runs, with the
+	// context it was to receive; the function receives the context Context returns instead
+	// (the one it was to receive if that is nil). A skipped function is not seen. end, unless nil, is called on that goroutine once the function has
 	// ended, with the error it returned, or with a non-nil error if it panicked or called
 	// runtime.Goexit. Plain tasks and the functions of [Go] carry no context and are not
 	// seen. A tracer uses it to start a span per function, a child of the span in the
