@@ -100,7 +100,7 @@ func ExamplePool_Shutdown_cancel() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
 	ctx, sigterm := context.WithCancel(ctx) // here, a stand-in for the signal
-	grace := 20 * time.Millisecond // in a service, 10 * time.Second; short here
+	grace := 20 * time.Millisecond          // in a service, 10 * time.Second; short here
 
 	pool := crew.New(4)
 	g, _ := pool.Group(context.Background())

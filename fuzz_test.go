@@ -76,6 +76,8 @@ const (
 	opSetRate    // arg%4: no limit, or limits fast enough to keep an input short
 	opSubmitN    // SubmitN (arg even) or TrySubmitN (odd) of weight 1+arg/2%(limit+1), on a Pool
 	opSubmitFrom // a task that submits into its own pool when it starts
+	opGo         // Go of a function held at its gate, on a Pool
+	opCancel     // Future.Cancel of the arg-th future made: true exactly when the model has it queued
 	fuzzOps
 )
 
@@ -127,6 +129,7 @@ const (
 	stRan                        // ran to its end
 	stDiscarded                  // dropped by DiscardOldest
 	stReturned                   // taken out by StopNow
+	stCanceled                   // Future.Cancel took it: its place stays queued until reached
 )
 
 // fuzzTask is one task FuzzPoolOperations made, with what the model says of it and what
@@ -141,7 +144,8 @@ type fuzzTask struct {
 	let     bool          // release is closed
 	state   fuzzState
 	runs    atomic.Int32
-	early   atomic.Bool // it started while the pool was known to be paused
+	early   atomic.Bool       // it started while the pool was known to be paused
+	future  *crew.Future[int] // opGo's
 }
 
 // funcID tells the func values a discard handler or StopNow hands back apart: the closure
@@ -186,6 +190,7 @@ type fuzzModel struct {
 	discarded        uint64 // Stats.Discarded
 	removed          uint64 // taken out by StopNow
 	callerRan        uint64 // Stats.CallerRan
+	skipped          uint64 // Stats.Skipped: canceled futures whose place was reached
 }
 
 func (m *fuzzModel) fits(w int) bool { return m.weight == 0 || m.weight+w <= m.limit }
@@ -218,11 +223,16 @@ func (m *fuzzModel) accept(t *fuzzTask) {
 	}
 }
 
-// dispatch starts what may start, in queue order.
+// dispatch starts what may start, in queue order. The place of a canceled future is dropped
+// when a worker could take it, counted as skipped.
 func (m *fuzzModel) dispatch() {
 	for !m.paused && len(m.queue) > 0 && m.fits(m.queue[0].weight) {
 		t := m.queue[0]
 		m.queue = m.queue[1:]
+		if t.state == stCanceled {
+			m.skipped++
+			continue
+		}
 		m.start(t)
 	}
 }
@@ -336,6 +346,13 @@ func FuzzPoolOperations(f *testing.F) {
 	f.Add([]byte{3, 0, opSubmit, 6*fuzzOps + opSubmitN, opSubmit, opResize, opStats, opWait, opStats})
 	f.Add([]byte{discardOldest | 3, 1, opSubmit, 6*fuzzOps + opSubmitN, opSubmit, opStats, opStopNow})
 	f.Add([]byte{callerRuns | 2, 1, 4*fuzzOps + opSubmitN, 2*fuzzOps + opSubmitN, 4*fuzzOps + opSubmitN, 5*fuzzOps + opSubmitN, opStats, opWait})
+	// Futures canceled while queued: reached by a worker, by StopNow, by DiscardOldest, across
+	// a pause; a Cancel of one running or done.
+	f.Add([]byte{0, 0, opSubmit, opGo, opGo, 1*fuzzOps + opCancel, opStats, opWait, opCancel, opStats})
+	f.Add([]byte{1, 0, opSubmit, opSubmit, opGo, opGo, opCancel, opStats, opStopNow, opStats, opWait})
+	f.Add([]byte{discardOldest, 2, opSubmit, opGo, opSubmit, opCancel, opSubmit, opSubmit, opStats, opWait})
+	f.Add([]byte{1, 0, opPause, opGo, opGo, opGo, 2*fuzzOps + opCancel, opStats, opResume, opStats, opWait})
+	f.Add([]byte{callerRuns, 1, opSubmit, opGo, opGo, opCancel, 1*fuzzOps + opCancel, opStats, opWait})
 	f.Fuzz(func(t *testing.T, in []byte) {
 		if len(in) < 2 {
 			return
@@ -441,6 +458,15 @@ func FuzzPoolOperations(f *testing.F) {
 		}
 		// drop moves the oldest queued task to dropped, as DiscardOldest does.
 		drop := func() {
+			// The places of canceled futures at the head go first, uncounted as drops: if
+			// that makes room, nothing is dropped.
+			for len(m.queue) > 0 && m.queue[0].state == stCanceled {
+				m.queue = m.queue[1:]
+				m.skipped++
+			}
+			if len(m.queue) < m.queueSize {
+				return
+			}
 			old := m.queue[0]
 			m.queue = m.queue[1:]
 			old.state = stDiscarded
@@ -516,19 +542,19 @@ func FuzzPoolOperations(f *testing.F) {
 			if s.MaxWorkers != m.limit || s.Accepted != m.accepted || s.Rejected != m.refused ||
 				s.Canceled != m.canceled || s.Running != len(m.running) || s.Waiting != len(m.queue) ||
 				s.Discarded != m.discarded || s.CallerRan != m.callerRan || s.Paused != m.paused ||
-				removed != m.removed {
+				removed != m.removed || s.Skipped != m.skipped {
 				t.Fatalf("step %d: Stats %+v (taken out %d), model %+v", step, s, removed, m)
 			}
-			if s.Accepted != s.Completed+s.Panicked+uint64(s.Running+s.Waiting)+s.Discarded+removed {
+			if s.Accepted != s.Completed+s.Panicked+uint64(s.Running+s.Waiting)+s.Discarded+removed+s.Skipped {
 				t.Fatalf("step %d: Stats %+v with %d taken out do not add up to Accepted", step, s, removed)
 			}
 		}
-		// submitOne submits a task of weight w by Submit (how 0), SubmitN (1) or
-		// SubmitContext with a 5 ms deadline (2), and follows it in the model.
+		// submitOne submits a task of weight w by Submit (how 0), SubmitN (1),
+		// SubmitContext with a 5 ms deadline (2) or Go (3), and follows it in the model.
 		submitOne := func(step, how, w int, end taskEnd) {
 			t.Helper()
 			pp, isPool := p.(plainPool)
-			if how == 1 && !isPool {
+			if (how == 1 || how == 3) && !isPool {
 				return
 			}
 			if w > m.limit {
@@ -553,6 +579,14 @@ func FuzzPoolOperations(f *testing.F) {
 				err = p.submit(fn)
 			case 1:
 				err = pp.SubmitN(w, fn)
+			case 3:
+				rec.group = true // dropped or taken out, it fails its future rather than going back
+				rec.future = crew.Go(pp.Pool, func() (int, error) { fn(); return 0, nil })
+				select {
+				case <-rec.future.Done(): // refused, or run on the caller
+					_, err = rec.future.Wait()
+				default:
+				}
 			default:
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Millisecond)
 				err = p.submitContext(ctx, fn)
@@ -618,6 +652,29 @@ func FuzzPoolOperations(f *testing.F) {
 				submitOne(step, 0, 1, endOf(op))
 			case opTrySubmit:
 				tried(step, 0, 1)
+			case opGo:
+				submitOne(step, 3, 1, endReturn)
+			case opCancel:
+				var fs []*fuzzTask
+				for _, rec := range tasks {
+					if rec.future != nil {
+						fs = append(fs, rec)
+					}
+				}
+				if len(fs) == 0 {
+					continue
+				}
+				rec := fs[arg%len(fs)]
+				want := rec.state == stQueued
+				if got := rec.future.Cancel(); got != want {
+					t.Fatalf("step %d: Cancel of a future in state %d = %v, want %v", step, rec.state, got, want)
+				}
+				if want {
+					rec.state = stCanceled
+					if _, err := rec.future.Wait(); !errors.Is(err, context.Canceled) {
+						t.Fatalf("step %d: Wait of a canceled future = %v", step, err)
+					}
+				}
 			case opSubmitN:
 				w := 1 + arg/2%(m.limit+1)
 				if arg%2 == 0 {
@@ -767,6 +824,10 @@ func FuzzPoolOperations(f *testing.F) {
 				paused.Store(false)
 				var want []uintptr
 				for _, rec := range m.queue {
+					if rec.state == stCanceled {
+						m.skipped++ // a canceled future's place: counted once, as skipped
+						continue
+					}
 					rec.state = stReturned
 					m.removed++
 					if rec.group {
@@ -855,6 +916,8 @@ func FuzzPoolOperations(f *testing.F) {
 			switch {
 			case rec.state == stRan && n != 1:
 				t.Fatalf("accepted task %d ran %d times, want once", i, n)
+			case rec.state == stCanceled && n != 0:
+				t.Fatalf("canceled future %d ran %d times, want never", i, n)
 			case rec.state != stRan && n != 0:
 				t.Fatalf("task %d (state %d: refused, queued, running, ran, dropped, taken out) ran %d times, want never", i, rec.state, n)
 			case rec.early.Load():
@@ -873,7 +936,8 @@ func FuzzPoolOperations(f *testing.F) {
 		s := p.Stats()
 		if s.Accepted != m.accepted || s.Completed+s.Panicked != ran || s.Panicked != panics ||
 			handled.Load() != s.Panicked || s.Running != 0 || s.Waiting != 0 || s.Idle != 0 ||
-			s.Discarded != m.discarded || s.CallerRan != m.callerRan || p.removed() != m.removed || s.Paused {
+			s.Discarded != m.discarded || s.CallerRan != m.callerRan || p.removed() != m.removed || s.Paused ||
+			s.Skipped != m.skipped {
 			t.Fatalf("final Stats %+v (taken out %d), model %+v, ran %d panicked %d, handler saw %d",
 				s, p.removed(), m, ran, panics, handled.Load())
 		}

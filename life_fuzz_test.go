@@ -45,9 +45,9 @@ func FuzzTaskLife(f *testing.F) {
 			f        *crew.Future[int]
 			cancel   context.CancelCauseFunc
 			runs     *atomic.Int32
-			canceled bool // Cancel reported true
-			ended    bool // its context was ended
-			refused  bool // made after StopNow: never accepted
+			canceled bool          // Cancel reported true
+			ended    bool          // its context was ended
+			refused  bool          // made after StopNow: never accepted
 			nested   *atomic.Int32 // children that ran
 			forks    bool          // made by op 7: it forks two children
 		}

@@ -63,9 +63,10 @@ func Hooks(meter metric.Meter, name string, opts ...Option) (crew.Hooks, error) 
 }
 
 // WithSpans makes the hooks that [Hooks] returns start a span, named crew.task and with the
-// pool's attributes, for each function given with a context: the functions of a [crew.Group],
-// a [crew.Results], [crew.Map], [crew.ForEach], [crew.MapSeq] and [crew.MapSeqUnordered]. The
-// span is a child of the span in the context the group or call was made from, it is in the
+// pool's attributes, for each function given with a context: the functions of
+// [crew.GoContext], a [crew.Group], a [crew.Results], [crew.Map], [crew.ForEach],
+// [crew.MapSeq] and [crew.MapSeqUnordered]; a skipped function, which never runs, gets none.
+// The span is a child of the span in the context the group or call was made from, it is in the
 // context the function receives, so the spans the function starts are its children, and it
 // ends when the function does. An error the function returns, or a panic or
 // runtime.Goexit, is recorded on the span and sets its status to Error. Tracers come from tp,
