@@ -31,7 +31,7 @@ func (e *Engine[T]) Submit(arg T, wait bool, done <-chan struct{}) Result {
 		e.accept()
 	} else if s, ok = e.route(arg, true); !ok {
 		if !wait || e.cfg.NonBlocking {
-			e.rejected++
+			e.refuse(Full)
 			e.mu.Unlock()
 			return Full
 		}
@@ -91,12 +91,6 @@ func (e *Engine[T]) ForwardAhead(arg T) {
 	}
 	e.accept()
 	e.mu.Unlock()
-}
-
-// accept counts one accepted task. Callers hold e.mu.
-func (e *Engine[T]) accept() {
-	e.accepted++
-	e.pending++
 }
 
 // Back-pressure on an unbounded queue. A submitter that runs far ahead of the workers gains

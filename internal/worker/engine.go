@@ -6,7 +6,10 @@
 //
 // One file per mechanism:
 //
-//   - engine.go: the Engine, its settings and its counters.
+//   - engine.go: the Engine, its settings, and the snapshot of its counters.
+//   - counters.go: the only functions that write the counters: a task is counted as it enters
+//     (accept, refuse), while it holds a slot (slot, unslot) and as it leaves (end, with its
+//     Outcome).
 //   - admit.go: admission. Submit and Forward accept a task or refuse it, and the
 //     back-pressure of a submitter far ahead of the workers.
 //   - waiter.go: submitters blocked on a full bounded queue, served first come first served.
@@ -75,6 +78,10 @@ const (
 	Panicked                 // it panicked and its panic went to the panic handler
 	Skipped                  // it never ran: its own context had ended, or it was canceled
 	Claimed                  // another party claimed it while it was queued and counted it (RunClaimed)
+
+	// The engine's own outcomes, for the tasks it takes out of the queue unrun.
+	removed   // Remove, RemoveIf, StopNow, Abandon
+	discarded // DiscardOldest
 )
 
 // Gate is what a sub-pool's engine asks its parent's. Halted reports whether it or an
@@ -340,31 +347,6 @@ func (e *Engine[T]) run(arg T) Outcome {
 	return Completed
 }
 
-// count counts one task's outcome. Callers hold e.mu.
-func (e *Engine[T]) count(o Outcome) {
-	switch o {
-	case Completed:
-		e.completed++
-	case Panicked:
-		e.panicked++
-	case Skipped:
-		e.skipped++
-	}
-}
-
-// claimed claims arg, queued and about to be taken out unrun, and reports whether another
-// party claimed it first; it then counts it as Config.Take says. Callers hold e.mu.
-func (e *Engine[T]) claimed(arg T) bool {
-	if e.cfg.Take == nil {
-		return false
-	}
-	o, gone := e.cfg.Take(arg)
-	if gone {
-		e.count(o)
-	}
-	return gone
-}
-
 // ready asks Config.Begin whether arg, about to run, runs: see there.
 func (e *Engine[T]) ready(arg T) Outcome {
 	if e.cfg.Begin == nil {
@@ -376,7 +358,7 @@ func (e *Engine[T]) ready(arg T) Outcome {
 // CountCanceled counts a submit refused because its context had ended before it was made.
 func (e *Engine[T]) CountCanceled() {
 	e.mu.Lock()
-	e.canceled++
+	e.refuse(Canceled)
 	e.mu.Unlock()
 }
 

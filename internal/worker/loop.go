@@ -267,7 +267,7 @@ func (e *Engine[T]) take() (T, bool) {
 		return zero, false
 	}
 	arg, _ := e.dequeue()
-	e.running++
+	e.slot()
 	return arg, true
 }
 
@@ -298,7 +298,7 @@ func (e *Engine[T]) takeGuarded() (T, bool) {
 		return zero, false
 	}
 	e.dequeue()
-	e.running++
+	e.slot()
 	e.hold(arg)
 	return arg, true
 }
@@ -346,19 +346,10 @@ func (e *Engine[T]) linger() {
 	e.waking--
 }
 
-// finish counts the end of one task that ended with o. Callers hold e.mu.
+// finish counts the end of one task that ended with o: its slot is free. Callers hold e.mu.
 func (e *Engine[T]) finish(o Outcome) {
-	e.count(o)
-	e.running--
-	if e.running == 0 && e.quiet != nil {
-		close(e.quiet)
-		e.quiet = nil
-	}
-	e.pending--
-	if e.pending == 0 && e.drained != nil {
-		close(e.drained)
-		e.drained = nil
-	}
+	e.free()
+	e.end(o, 1)
 }
 
 // goexit handles a worker whose task, or whose panic handler, called runtime.Goexit: the

@@ -29,7 +29,7 @@ func (e *Engine[T]) overflow(arg T, done <-chan struct{}) Result {
 	since := e.at // the submit time, for a task the caller runs (Submit set it under e.mu)
 	switch e.cfg.Overflow {
 	case Reject:
-		e.rejected++
+		e.refuse(Full)
 		e.mu.Unlock()
 		return Full
 	case DiscardOldest:
@@ -66,7 +66,7 @@ func (e *Engine[T]) overflow(arg T, done <-chan struct{}) Result {
 			e.runInline(arg, since)
 			return Accepted
 		}
-		e.rejected++
+		e.refuse(Full)
 		e.mu.Unlock()
 		return Full
 	}
@@ -100,7 +100,7 @@ func (e *Engine[T]) expired(w *waiter[T]) (Result, bool) {
 	if e.cfg.Overflow == CallerRuns {
 		return inline, true
 	}
-	e.rejected++
+	e.refuse(Full)
 	return Full, true
 }
 
@@ -113,6 +113,14 @@ const lookAgain Result = 254
 // party claimed (Config.Take) are dropped first: if that makes room, arg takes it and nothing
 // is discarded (dropped false). Callers hold e.mu.
 func (e *Engine[T]) dropOldest(arg T) (old T, since int64, dropped, ok bool) {
+	// The places claimed elsewhere are counted once arg is: ending them first could take
+	// pending to 0 and release a Wait before arg, accepted in the same step, has run.
+	var gone []Outcome
+	defer func() {
+		for _, o := range gone {
+			e.end(o, 1)
+		}
+	}()
 	var zero T
 	for {
 		if e.queue.Len() < e.cfg.QueueSize {
@@ -127,21 +135,21 @@ func (e *Engine[T]) dropOldest(arg T) (old T, since int64, dropped, ok bool) {
 		if !ok || (e.cfg.Keep != nil && e.cfg.Keep(old)) {
 			return zero, 0, false, false
 		}
-		gone := e.claimed(old)
+		o, claimed := e.claimed(old)
 		e.queue.Pop()
 		if e.timed {
 			since, _ = e.stamps.Pop()
 		}
-		e.pending--
-		if gone {
+		if claimed {
+			gone = append(gone, o)
 			continue
 		}
-		e.dropped++
 		e.queue.Push(arg)
 		if e.timed {
 			e.stamps.Push(e.clock())
 		}
 		e.accept()
+		e.end(discarded, 1)
 		return old, since, true, true
 	}
 }
@@ -189,13 +197,11 @@ func (e *Engine[T]) runHere(arg T, since int64, claimed bool) {
 			e.finished(w, o == Panicked)
 		}
 		e.lock()
-		if !claimed {
-			e.accepted++
-			if o != Skipped {
-				e.callerRan++
-			}
+		if claimed {
+			e.ranClaimed(o)
+		} else {
+			e.ranHere(o)
 		}
-		e.count(o)
 		e.mu.Unlock()
 	}()
 	if !claimed {

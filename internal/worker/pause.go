@@ -134,19 +134,6 @@ func (e *Engine[T]) unrun(first T) {
 	e.alive--
 }
 
-// unslot frees the slots of arg, a task that was handed out and then given back unrun: the
-// one it ran in and, for a weighted task, those hold counted beyond it. Without the latter
-// the slots stayed held for good and the engine ran fewer tasks than its limit from then on
-// (TestGivenBackWeightedTaskFreesItsSlots). Callers hold e.mu.
-func (e *Engine[T]) unslot(arg T) {
-	e.unhold(arg)
-	e.running--
-	if e.running == 0 && e.quiet != nil {
-		close(e.quiet)
-		e.quiet = nil
-	}
-}
-
 // rest is what a worker whose task begin gave back does: it parks (true) or, if it should not
 // stay, leaves (false).
 func (e *Engine[T]) rest(w *worker[T]) bool {

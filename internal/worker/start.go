@@ -110,7 +110,7 @@ func (e *Engine[T]) handOut(arg T) (launch[T], bool) {
 			w.since = e.handing
 		}
 		e.waking++
-		e.running++
+		e.slot()
 		e.hold(arg)
 		return launch[T]{w: w}, true
 	}
@@ -118,7 +118,7 @@ func (e *Engine[T]) handOut(arg T) (launch[T], bool) {
 		e.workers++
 		e.alive++
 		e.waking++
-		e.running++
+		e.slot()
 		e.hold(arg)
 		if e.cfg.Start != nil {
 			return e.forward(arg), true

@@ -72,42 +72,19 @@ func (e *Engine[T]) Remove() []T {
 // removeAll is Remove with e.mu held, without checkExited.
 func (e *Engine[T]) removeAll() []T {
 	var out []T
-	gone := 0
 	for {
 		arg, ok := e.dequeue()
 		if !ok {
 			break
 		}
-		if e.claimed(arg) {
-			gone++ // claimed elsewhere: see Config.Take
+		if o, gone := e.claimed(arg); gone {
+			e.end(o, 1) // claimed elsewhere: see Config.Take
 			continue
 		}
 		out = append(out, arg)
 	}
-	e.countRemoved(len(out))
-	e.uncount(gone)
+	e.end(removed, len(out))
 	return out
-}
-
-// uncount drops n tasks taken out of the queue that were claimed elsewhere (Config.Take)
-// from pending. Callers hold e.mu.
-func (e *Engine[T]) uncount(n int) {
-	e.pending -= n
-	if n > 0 && e.pending == 0 && e.drained != nil {
-		close(e.drained)
-		e.drained = nil
-	}
-}
-
-// countRemoved counts n accepted tasks taken out of the queue unrun: they are no longer
-// pending, and Wait no longer waits for them. Callers hold e.mu.
-func (e *Engine[T]) countRemoved(n int) {
-	e.removed += uint64(n)
-	e.pending -= n
-	if n > 0 && e.pending == 0 && e.drained != nil {
-		close(e.drained)
-		e.drained = nil
-	}
 }
 
 // Drained returns a channel closed when no accepted task is waiting or running, or nil if

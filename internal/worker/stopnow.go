@@ -12,10 +12,11 @@ func (e *Engine[T]) Abandon(first T) (gone bool) {
 	e.mu.Lock()
 	e.waking--
 	e.unrun(first)
-	if gone = e.claimed(first); !gone {
-		e.removed++
+	o, gone := e.claimed(first)
+	if !gone {
+		o = removed
 	}
-	e.uncount(1)
+	e.end(o, 1)
 	starts := e.dispatch()
 	e.checkExited()
 	e.mu.Unlock()
@@ -29,7 +30,7 @@ func (e *Engine[T]) Abandon(first T) (gone bool) {
 func (e *Engine[T]) RemoveIf(match func(T) bool) []T {
 	e.mu.Lock()
 	var out []T
-	gone := 0
+	taken := 0 // tasks claimed elsewhere, taken out too
 	n := e.queue.Len()
 	for range n {
 		arg, _ := e.queue.Pop()
@@ -38,8 +39,9 @@ func (e *Engine[T]) RemoveIf(match func(T) bool) []T {
 			since, _ = e.stamps.Pop()
 		}
 		if match(arg) {
-			if e.claimed(arg) {
-				gone++ // claimed elsewhere: see Config.Take
+			if o, gone := e.claimed(arg); gone {
+				e.end(o, 1) // claimed elsewhere: see Config.Take
+				taken++
 			} else {
 				out = append(out, arg)
 			}
@@ -51,7 +53,7 @@ func (e *Engine[T]) RemoveIf(match func(T) bool) []T {
 		}
 	}
 	// Submitters blocked on a full queue move into the room made.
-	for range len(out) + gone {
+	for range len(out) + taken {
 		b := e.blocked.pop()
 		if b == nil {
 			break
@@ -63,8 +65,7 @@ func (e *Engine[T]) RemoveIf(match func(T) bool) []T {
 		e.accept()
 		b.decide(Accepted)
 	}
-	e.countRemoved(len(out))
-	e.uncount(gone)
+	e.end(removed, len(out))
 	e.checkExited()
 	e.mu.Unlock()
 	return out

@@ -144,7 +144,7 @@ func (e *Engine[T]) blockWaiter(arg T, done <-chan struct{}, expire <-chan time.
 		e.mu.Lock()
 		if w.listed {
 			e.blocked.remove(w)
-			e.canceled++
+			e.refuse(Canceled)
 			e.mu.Unlock()
 			r = Canceled
 		} else {
