@@ -130,6 +130,7 @@ const (
 	stDiscarded                  // dropped by DiscardOldest
 	stReturned                   // taken out by StopNow
 	stCanceled                   // Future.Cancel took it: its place stays queued until reached
+	stDoomed                     // a group function queued when its group failed: skipped when reached
 )
 
 // fuzzTask is one task FuzzPoolOperations made, with what the model says of it and what
@@ -146,6 +147,7 @@ type fuzzTask struct {
 	runs    atomic.Int32
 	early   atomic.Bool       // it started while the pool was known to be paused
 	future  *crew.Future[int] // opGo's
+	gid     int               // opGroup's: the step that made its group
 }
 
 // funcID tells the func values a discard handler or StopNow hands back apart: the closure
@@ -229,7 +231,7 @@ func (m *fuzzModel) dispatch() {
 	for !m.paused && len(m.queue) > 0 && m.fits(m.queue[0].weight) {
 		t := m.queue[0]
 		m.queue = m.queue[1:]
-		if t.state == stCanceled {
+		if t.state == stCanceled || t.state == stDoomed {
 			m.skipped++
 			continue
 		}
@@ -471,6 +473,15 @@ func FuzzPoolOperations(f *testing.F) {
 			m.queue = m.queue[1:]
 			old.state = stDiscarded
 			m.discarded++
+			if old.gid != 0 {
+				// Its group fails, which ends the group's context: the group's functions
+				// still queued are skipped when a worker reaches them.
+				for _, rec := range m.queue {
+					if rec.gid == old.gid && rec.state == stQueued {
+						rec.state = stDoomed
+					}
+				}
+			}
 			if old.group {
 				groupErrs = append(groupErrs, crew.ErrDiscarded)
 			} else {
@@ -751,6 +762,7 @@ func FuzzPoolOperations(f *testing.F) {
 				for range n {
 					rec, fn := newTask(1, false, endReturn)
 					rec.group = true
+					rec.gid = step + 1
 					g.Go(func(context.Context) error { fn(); return nil })
 					if m.stopped {
 						groupErrs = append(groupErrs, crew.ErrStopped)
