@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -338,5 +340,84 @@ func TestCrawlerCompletes(t *testing.T) {
 	}
 	if n := pages.Load(); n != 1555 {
 		t.Fatalf("crawled %d pages, want 1555", n)
+	}
+}
+
+// TestHelpedFunctionThatPanicsOrExits: a function run in a lent slot that panics fails its
+// group with a *PanicError, as on a worker, and the waiting function goes on; one that calls
+// runtime.Goexit ends the goroutine it runs on, the waiting function's, which then counts as
+// a function that called Goexit, and the pool keeps serving.
+func TestHelpedFunctionThatPanicsOrExits(t *testing.T) {
+	t.Parallel()
+	p := crew.New(1)
+	defer p.StopAndWait()
+	f := crew.GoContext(context.Background(), p, func(ctx context.Context) (string, error) {
+		g, _ := p.Group(ctx)
+		g.Go(func(context.Context) error { panic("helped boom") })
+		err := g.Wait()
+		var pe *crew.PanicError
+		if !errors.As(err, &pe) || pe.Value != "helped boom" {
+			return "", fmt.Errorf("group Wait = %v, want the helped function's panic", err)
+		}
+		return "went on", nil
+	})
+	if v, err := f.Wait(); err != nil || v != "went on" {
+		t.Fatalf("Wait = %q, %v", v, err)
+	}
+
+	f = crew.GoContext(context.Background(), p, func(ctx context.Context) (string, error) {
+		g, _ := p.Group(ctx)
+		g.Go(func(context.Context) error { runtime.Goexit(); return nil })
+		g.Wait()
+		return "not reached", nil
+	})
+	done := goRun(func() {
+		if _, err := f.Wait(); err == nil || !strings.Contains(err.Error(), "Goexit") {
+			t.Errorf("Wait = %v, want an error naming Goexit", err)
+		}
+	})
+	awaitReturn(t, "Wait of a function whose helped child called Goexit", done)
+	if _, err := crew.Go(p, func() (int, error) { return 1, nil }).Wait(); err != nil {
+		t.Fatalf("the pool stopped serving: %v", err)
+	}
+	p.Wait()
+	idleIdentity(t, "pool", p.Stats())
+}
+
+// TestHelpingAcrossSubPoolsOfSubPools: a function on a sub-pool of a sub-pool, each of limit
+// 1, forks on its own pool, on its parent and on the root, and joins; every wait lends the one
+// slot they all share.
+func TestHelpingAcrossSubPoolsOfSubPools(t *testing.T) {
+	t.Parallel()
+	root := crew.New(1, crew.WithQueueSize(1))
+	defer root.StopAndWait()
+	mid := root.Sub(1)
+	leaf := mid.Sub(1, crew.WithQueueSize(1))
+	var ran atomic.Int32
+	f := crew.GoContext(context.Background(), leaf, func(ctx context.Context) (int, error) {
+		for _, pool := range []*crew.Pool{leaf, mid, root} {
+			g, _ := pool.Group(ctx)
+			for range 3 {
+				g.Go(func(ctx context.Context) error {
+					inner, _ := pool.Group(ctx)
+					inner.Go(func(context.Context) error { ran.Add(1); return nil })
+					return inner.Wait()
+				})
+			}
+			if err := g.Wait(); err != nil {
+				return 0, err
+			}
+		}
+		return int(ran.Load()), nil
+	})
+	done := goRun(func() {
+		if n, err := f.Wait(); err != nil || n != 9 {
+			t.Errorf("Wait = %d, %v; want 9 inner functions run", n, err)
+		}
+	})
+	awaitReturn(t, "fork/join across sub-pools of sub-pools of limit 1", done)
+	for _, pool := range []*crew.Pool{leaf, mid, root} {
+		pool.Wait()
+		idleIdentity(t, "pool", pool.Stats())
 	}
 }
