@@ -16,8 +16,10 @@ import (
 // pulling at the first error, at a panic (reported as a [*PanicError]), or when ctx ends, waits
 // for the calls in flight, and returns the first error; ctx.Err() if ctx ended first and no call
 // failed; or [ErrStopped] if p is stopped. The calls receive a context derived from ctx that is
-// canceled at the first error. The return of every call synchronizes before the return of
-// ForEach.
+// canceled at the first error; a call still queued then is skipped (counted in
+// [Stats].Skipped). The return of every call synchronizes before the return of ForEach. Called
+// inside a function running on p with the context crew gave it, ForEach runs its own queued
+// calls while it waits for a slot (package documentation, "Waits that help").
 //
 // ForEach blocks while every slot is taken, and while p's bounded queue is full, only until ctx
 // ends or a call fails. If in itself panics (or calls runtime.Goexit), ForEach cancels the

@@ -48,9 +48,12 @@ import (
 // watch its context to return early.
 //
 // Each range over the sequence pulls in anew and calls fn again; ranges may run at the same
-// time, each with its own calls, context and limit. The calls of a range need free workers of
-// p: a range from inside a task of p waits for them like [Pool.Wait] would, and never ends if
-// every worker is taken by such a range. The return of each call synchronizes before the loop
+// time, each with its own calls, context and limit. A call still queued when ctx ends (or
+// [Pool.Shutdown] gives up) is skipped; a failure skips none, so the results before it come.
+// The calls of a range need free workers of p; a range inside a function running on p, from
+// the context crew gave it, runs its own queued calls while it waits (package documentation,
+// "Waits that help"), and a range from a plain task of p waits for workers like [Pool.Wait]
+// would. The return of each call synchronizes before the loop
 // body receives its result. MapSeq panics if ctx, p, in or fn is nil.
 //
 // Once W values are in flight, a range allocates nothing per value: it reuses W small task
@@ -62,6 +65,7 @@ func MapSeq[T, R any](ctx context.Context, p *Pool, in iter.Seq[T], fn func(cont
 
 // MapSeqUnordered is [MapSeq] in completion order: it yields each result as soon as its call
 // has returned and the loop body has taken the results of the calls that returned before it.
+// Its calls still queued at the first failure are skipped: no result after it is yielded.
 // Every promise of MapSeq holds, with "before in the order of in" read as "before in time":
 // the failure yielded is the first call to fail, after the results of the calls that returned
 // before it. The limit W bounds the values pulled and not yet yielded in the same way, and a
