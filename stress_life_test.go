@@ -102,3 +102,93 @@ func TestStressNestedWaitsAmidStorms(t *testing.T) {
 	}
 	t.Logf("%d storm futures canceled", canceled.Load())
 }
+
+// TestStressClaimsRaceEveryParty races every party that may claim a queued function at once:
+// workers, Future.Cancel, the end of the function's context, waits that run their own
+// functions, a sub-pool's StopNow and a Shutdown that gives up and skips what is queued. Every
+// future ends once, never runs twice, never runs after its Cancel reported true, and each
+// pool's Stats add up once it has exited.
+func TestStressClaimsRaceEveryParty(t *testing.T) {
+	t.Parallel()
+	callers, each := 16, 400
+	if testing.Short() {
+		each = 100
+	}
+	p := crew.New(2, crew.WithQueueSize(8))
+	sub := p.Sub(2, crew.WithPriority(1))
+	type outcome struct {
+		runs     atomic.Int32
+		canceled bool
+		f        *crew.Future[int]
+	}
+	all := make([][]*outcome, callers)
+	var wg sync.WaitGroup
+	stopNow := make(chan struct{})
+	for c := range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				pool := p
+				if i%2 == 1 {
+					pool = sub
+				}
+				o := &outcome{}
+				ctx, cancel := context.WithCancel(context.Background())
+				if i%5 == 4 { // a function that forks on its pool and joins
+					o.f = crew.GoContext(ctx, pool, func(ctx context.Context) (int, error) {
+						o.runs.Add(1)
+						g, _ := pool.Group(ctx)
+						for range 2 {
+							g.Go(func(context.Context) error { return nil })
+						}
+						return 1, g.Wait()
+					})
+				} else {
+					o.f = crew.GoContext(ctx, pool, func(context.Context) (int, error) { o.runs.Add(1); return 1, nil })
+				}
+				switch i % 4 {
+				case 0:
+					o.canceled = o.f.Cancel()
+				case 1:
+					cancel()
+				}
+				cancel()
+				all[c] = append(all[c], o)
+				if c == 0 && i == each/2 {
+					close(stopNow)
+				}
+			}
+		}()
+	}
+	<-stopNow
+	if got := sub.StopNow(); len(got) != 0 {
+		t.Errorf("StopNow returned %d plain tasks; none was submitted", len(got))
+	}
+	wg.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+	defer cancel()
+	p.Shutdown(ctx) // gives up at once, probably: the rest is skipped
+	for c := range all {
+		for i, o := range all[c] {
+			select {
+			case <-o.f.Done():
+			case <-time.After(20 * time.Second):
+				t.Fatalf("future %d of caller %d has not ended", i, c)
+			}
+			v, err := o.f.Wait()
+			n := o.runs.Load()
+			switch {
+			case n > 1:
+				t.Fatalf("future %d of caller %d ran %d times", i, c, n)
+			case o.canceled && n != 0:
+				t.Fatalf("future %d of caller %d ran after Cancel reported true", i, c)
+			case n == 0 && err == nil:
+				t.Fatalf("future %d of caller %d never ran, yet Wait = %d, nil", i, c, v)
+			}
+		}
+	}
+	p.StopAndWait()
+	idleIdentity(t, "pool", p.Stats())
+	idleIdentity(t, "sub-pool", sub.Stats())
+}
