@@ -43,21 +43,19 @@ type claim struct{ state atomic.Uint32 }
 // be called twice for one run (worker.Config.Begin, then the task's run): the second call
 // returns what the first did, with first false.
 func (c *claim) begin(ctx context.Context, p *Pool, inline bool) (o worker.Outcome, first bool) {
-	st := c.state.Load()
-	if st == queued {
-		next := taken
-		if skipping(ctx, p) {
-			next = skipped
-		}
-		if c.state.CompareAndSwap(queued, next) {
-			if next == skipped {
-				return worker.Skipped, true
-			}
-			return worker.Completed, false
-		}
-		st = c.state.Load()
+	// The compare-and-swap comes first, without a load before it: the task's line was just
+	// written by its submitter, and a load would fetch it once to read and again to write.
+	next := taken
+	if skipping(ctx, p) {
+		next = skipped
 	}
-	switch st {
+	if c.state.CompareAndSwap(queued, next) {
+		if next == skipped {
+			return worker.Skipped, true
+		}
+		return worker.Completed, false
+	}
+	switch c.state.Load() {
 	case taken:
 		return worker.Completed, false
 	case lent:
