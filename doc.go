@@ -75,7 +75,9 @@
 // every worker does so at once they wait for ever. Make the group inside the function, from
 // its context, as above. A wait helps only on the goroutine of the function its context was
 // given to: handing that context to another goroutine and waiting there runs functions
-// beside the pool's workers. No function runs in a lent slot while the pool is paused.
+// beside the pool's workers. A function run in a lent slot is a start like any other: none
+// runs while the pool (or a pool above it) is paused, and a rate limit ([WithRateLimit])
+// paces them; the limit itself is not asked again, since the slot is already counted.
 //
 // Profiler labels (runtime/pprof) follow the work, not the worker. A worker starts with no
 // labels, whichever goroutine's submit started it, and a plain task runs under none. A

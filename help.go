@@ -80,10 +80,12 @@ func (h *helper) add(t lendable) {
 
 // helpOne runs the newest of h's functions that no worker has taken yet on the calling
 // goroutine, and reports whether it ran or skipped one; false when there was none to take,
-// the caller's function no longer runs (its slot is no longer its to lend), or the pool is
-// paused (no task starts during a pause, in a lent slot either: see until).
+// the caller's function no longer runs (its slot is no longer its to lend), or the pool
+// holds starts back (a pause, or a rate limit out of tokens: worker.Engine.Lends; see
+// until). The start is asked for before the function is claimed, as a claim is never given
+// back; it is asked with h.mu held, which Lends, taking no lock of the pool, allows.
 func (h *helper) helpOne() bool {
-	if h.slot == nil || !h.slot.running() || h.p.core.e.Halted() {
+	if h.slot == nil || !h.slot.running() {
 		return false
 	}
 	for {
@@ -94,12 +96,19 @@ func (h *helper) helpOne() bool {
 			return false
 		}
 		t := h.queue[n-1]
+		if t.claimed().state.Load() != queued {
+			h.queue[n-1] = nil
+			h.queue = h.queue[:n-1]
+			h.mu.Unlock()
+			continue
+		}
+		if !h.p.core.e.Lends() {
+			h.mu.Unlock() // t stays listed, for when the pool lets it start
+			return false
+		}
 		h.queue[n-1] = nil
 		h.queue = h.queue[:n-1]
 		h.mu.Unlock()
-		if t.claimed().state.Load() != queued {
-			continue
-		}
 		if t.lend() {
 			h.p.core.e.RunClaimed(t)
 		}
@@ -114,8 +123,9 @@ func (h *helper) help() {
 }
 
 // until runs h's functions that no worker has taken yet until done is closed. While the pool
-// is paused it runs none, and looks again every pausePoll, since a Resume tells no one: the
-// functions it waits for may have no one else to run them once the pause ends. With none of
+// holds starts back (a pause, a rate limit) it runs none, and looks again every pausePoll,
+// since a Resume or a new token tells no one: the functions it waits for may have no one else
+// to run them. With none of
 // its functions left in the queue, it returns before done is closed: the caller then waits
 // for done as any wait does.
 func (h *helper) until(done <-chan struct{}) {
@@ -132,12 +142,14 @@ func (h *helper) until(done <-chan struct{}) {
 	}
 }
 
-// held reports whether some of h's functions are still queued, held by a pause, with the
-// caller's slot still its to lend.
+// held reports whether some of h's functions are still queued, held back by a pause or a
+// rate limit, with the caller's slot still its to lend.
 func (h *helper) held() bool {
-	if !h.slot.running() {
-		return false
-	}
+	return h.slot.running() && h.queued()
+}
+
+// queued reports whether some of h's functions are still queued.
+func (h *helper) queued() bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, t := range h.queue {
@@ -148,5 +160,5 @@ func (h *helper) held() bool {
 	return false
 }
 
-// pausePoll is how often a wait whose functions a pause holds looks again.
+// pausePoll is how often a wait whose functions a pause or a rate limit holds looks again.
 const pausePoll = 2 * time.Millisecond

@@ -421,3 +421,29 @@ func TestHelpingAcrossSubPoolsOfSubPools(t *testing.T) {
 		idleIdentity(t, "pool", pool.Stats())
 	}
 }
+
+// TestHelpingWaitKeepsTheRateLimit: the functions a wait runs in its slot are starts like any
+// other, so a rate limit paces them: fork/join of 25 functions at 500 starts a second with a
+// burst of 1 takes at least 48 ms, and completes.
+func TestHelpingWaitKeepsTheRateLimit(t *testing.T) {
+	t.Parallel()
+	p := crew.New(1, crew.WithRateLimit(500, 1), crew.WithQueueSize(1))
+	defer p.StopAndWait()
+	a := &active{limit: 1}
+	began := time.Now()
+	f := crew.GoContext(context.Background(), p, func(ctx context.Context) (int, error) {
+		return fib(ctx, p, a, 6, 0) // 25 functions
+	})
+	done := goRun(func() {
+		if v, err := f.Wait(); err != nil || v != 8 {
+			t.Errorf("fib(6) = %d, %v", v, err)
+		}
+	})
+	awaitReturn(t, "rate-limited fork/join", done)
+	if took := time.Since(began); took < 48*time.Millisecond {
+		t.Fatalf("25 starts at 500 a second, burst 1, took %v: the rate was not kept", took)
+	}
+	if n := a.over.Load(); n != 0 {
+		t.Fatalf("%d starts over the limit", n)
+	}
+}

@@ -146,9 +146,9 @@ func (e *Engine[T]) crowded() bool {
 // on it, or on a sub-pool of it): where Submit would block on a full bounded queue, the
 // submitter runs arg itself, as CallerRuns does, in the slot it holds, and it counts as
 // caller-run. Under an overflow policy other than Block a full queue does not block: it is
-// Submit. While the engine or an ancestor is paused no task may start, so it waits for room,
-// looking again every pausePoll whether the pause has ended, until done is closed: the slot
-// it holds may be the one that would make room.
+// Submit. While the engine or an ancestor is paused, or a rate limit has no token for it
+// (Lends), no task may start, so it waits for room, looking again every pausePoll, until done
+// is closed: the slot it holds may be the one that would make room.
 func (e *Engine[T]) SubmitOrRun(arg T, done <-chan struct{}) Result {
 	for {
 		at := e.now()
@@ -170,7 +170,7 @@ func (e *Engine[T]) SubmitOrRun(arg T, done <-chan struct{}) Result {
 			e.mu.Unlock()
 			return e.Submit(arg, true, done)
 		}
-		if !e.Halted() {
+		if e.Lends() {
 			e.mu.Unlock()
 			e.runInline(arg, at)
 			return Accepted

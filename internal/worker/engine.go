@@ -88,11 +88,14 @@ const (
 // ancestor is paused. Admits reports whether a worker of the sub-pool, which holds one of
 // the parent's slots, may go on to another task: no ancestor is paused, none runs more than
 // its limit, and each that limits the rate gives a token (taken; when one is out it arms a
-// timer and reports false). Halted takes no lock; Admits takes each ancestor's lock in turn,
-// never two at once, and is called with the sub-pool's held. *Engine implements it.
+// timer and reports false). Lends is Admits without the limits, for a task that waits for
+// work it gave the pool and runs it in its own slot (see Engine.Lends). Halted takes no lock;
+// Admits takes each ancestor's lock in turn, never two at once, and is called with the
+// sub-pool's held. *Engine implements it.
 type Gate interface {
 	Halted() bool
 	Admits() bool
+	Lends() bool
 }
 
 // Config holds an Engine's settings. Validation is the caller's job.

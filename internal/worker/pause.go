@@ -61,6 +61,21 @@ func (e *Engine[T]) Admits() bool {
 	return e.cfg.Parent == nil || e.cfg.Parent.Admits()
 }
 
+// Lends reports whether a task of e may start in a slot lent to it by a running task that
+// waits for it (RunClaimed, SubmitOrRun): neither e nor an ancestor is paused, and each that
+// limits the rate gives a token (taken). The limits are not asked: the slot is the waiting
+// task's, counted already, and a waiter kept from lending it by a lowered limit would wait
+// for ever, its work having no other slot to run in. It takes no lock of e.
+func (e *Engine[T]) Lends() bool {
+	if e.paused.Load() {
+		return false
+	}
+	if b := e.rate.Load(); b != nil && !b.take() {
+		return false
+	}
+	return e.cfg.Parent == nil || e.cfg.Parent.Lends()
+}
+
 // Pause holds every start back until Resume (or Stop). Tasks running go on; submits are still
 // accepted and queue. It is idempotent. On a stopped engine it does nothing: Stop resumed it
 // once, and nothing would resume it again, so its queued tasks would never start.
