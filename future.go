@@ -7,7 +7,6 @@ import (
 	"iter"
 	"slices"
 	"sync"
-	"time"
 
 	"github.com/crewgo/crew/internal/worker"
 )
@@ -161,11 +160,7 @@ func (f *Future[R]) help() {
 			}
 			return
 		}
-		select {
-		case <-f.Done():
-			return
-		case <-time.After(pausePoll):
-		}
+		nap(x.c.pool, f.Done())
 	}
 }
 

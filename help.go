@@ -134,11 +134,23 @@ func (h *helper) until(done <-chan struct{}) {
 		if !h.held() {
 			return
 		}
-		select {
-		case <-done:
-			return
-		case <-time.After(pausePoll):
-		}
+		nap(h.p, done)
+	}
+}
+
+// nap waits until done is closed, p or a pool above it is resumed, or pausePoll has passed:
+// the wait of a function whose work p holds back (a pause, a rate limit's next token).
+func nap(p *Pool, done <-chan struct{}) {
+	var resumed <-chan struct{}
+	for q := p; q != nil && resumed == nil; q = q.parent {
+		resumed = q.core.e.Resumed()
+	}
+	t := time.NewTimer(pausePoll)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-resumed:
+	case <-t.C:
 	}
 }
 
@@ -160,5 +172,6 @@ func (h *helper) queued() bool {
 	return false
 }
 
-// pausePoll is how often a wait whose functions a pause or a rate limit holds looks again.
+// pausePoll is how often a wait whose functions a pause or a rate limit holds looks again,
+// unless a Resume tells it first.
 const pausePoll = 2 * time.Millisecond

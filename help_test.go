@@ -447,3 +447,43 @@ func TestHelpingWaitKeepsTheRateLimit(t *testing.T) {
 		t.Fatalf("%d starts over the limit", n)
 	}
 }
+
+// TestHelpingWaitStartsAtResume: a wait whose functions a pause holds runs them when the pool
+// is resumed (a Resume wakes it: worker.Engine.Resumed), also between the pauses of a storm
+// that leaves the pool resumed for moments only, and runs none while it is paused.
+func TestHelpingWaitStartsAtResume(t *testing.T) {
+	t.Parallel()
+	p := crew.New(1)
+	defer p.StopAndWait()
+	inside := make(chan struct{})
+	var ran atomic.Int32
+	f := crew.GoContext(context.Background(), p, func(ctx context.Context) (int, error) {
+		p.Pause()
+		close(inside)
+		g, _ := p.Group(ctx)
+		for range 200 {
+			g.Go(func(context.Context) error { ran.Add(1); return nil })
+		}
+		return 0, g.Wait()
+	})
+	<-inside
+	time.Sleep(5 * time.Millisecond)
+	if n := ran.Load(); n != 0 {
+		t.Fatalf("%d functions ran in a lent slot while the pool was paused", n)
+	}
+	stop := make(chan struct{})
+	var storm sync.WaitGroup
+	repeatUntil(&storm, stop, func() {
+		p.Resume()
+		time.Sleep(20 * time.Microsecond)
+		p.Pause()
+		time.Sleep(200 * time.Microsecond)
+	})
+	waitFor(t, "the functions to run between the pauses", func() bool { return ran.Load() == 200 })
+	close(stop)
+	storm.Wait()
+	p.Resume()
+	if _, err := f.Wait(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"time"
 
 	"github.com/crewgo/crew/internal/worker"
 )
@@ -85,12 +84,9 @@ func (g *Group) takeSlot(slots chan struct{}, ctx context.Context) {
 			break
 		}
 		// A pause holds the calls it would run: look again shortly (helper.until).
-		select {
-		case slots <- struct{}{}:
+		nap(g.p, ctx.Done())
+		if ctx.Err() != nil {
 			return
-		case <-ctx.Done():
-			return
-		case <-time.After(pausePoll):
 		}
 	}
 	select {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"iter"
 	"sync"
-	"time"
 
 	"github.com/crewgo/crew/internal/worker"
 )
@@ -307,7 +306,7 @@ func (s *seqRun[T, R]) collect(block bool) []*seqTask[T, R] {
 			}
 			if held {
 				s.mu.Unlock()
-				time.Sleep(pausePoll)
+				nap(s.p, nil)
 				s.mu.Lock()
 				continue
 			}

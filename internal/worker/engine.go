@@ -251,6 +251,7 @@ type Engine[T any] struct {
 
 	drained chan struct{} // closed when pending reaches 0; made on demand
 	quiet   chan struct{} // closed when running reaches 0; made on demand by Quiet
+	resumed chan struct{} // closed by the next Resume (or Stop); made on demand by Resumed
 	exited  chan struct{} // closed when stopped and no goroutine is left
 	done    chan struct{} // closed by Stop; wakes the reaper
 

@@ -101,9 +101,33 @@ func (e *Engine[T]) Resume() {
 	}
 	e.paused.Store(false)
 	e.regate()
+	e.wakeResumed()
 	starts := e.dispatch()
 	e.mu.Unlock()
 	e.launchAll(starts)
+}
+
+// Resumed returns a channel closed when the engine is next resumed (by Resume, or by Stop),
+// or nil if it is not paused: for a task that waits to run work in the slot it holds (Lends),
+// which a Resume's dispatch, starting workers, does not tell.
+func (e *Engine[T]) Resumed() <-chan struct{} {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.paused.Load() {
+		return nil
+	}
+	if e.resumed == nil {
+		e.resumed = make(chan struct{})
+	}
+	return e.resumed
+}
+
+// wakeResumed closes the channel Resumed gave out, if any. Callers hold e.mu.
+func (e *Engine[T]) wakeResumed() {
+	if e.resumed != nil {
+		close(e.resumed)
+		e.resumed = nil
+	}
 }
 
 // Paused reports whether the engine is paused.
@@ -138,6 +162,7 @@ func (e *Engine[T]) resumeForStop() []launch[T] {
 	}
 	e.paused.Store(false)
 	e.regate()
+	e.wakeResumed()
 	return e.dispatch()
 }
 
