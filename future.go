@@ -176,7 +176,7 @@ func (f *Future[R]) Cancel() bool {
 	if !f.claim.state.CompareAndSwap(queued, canceled) {
 		return false
 	}
-	f.finish(*new(R), context.Canceled)
+	f.fail(context.Canceled)
 	return true
 }
 
@@ -199,28 +199,16 @@ func (f *Future[R]) Done() <-chan struct{} {
 }
 
 // run, panicked and goexited: a Future is a reporter (see pool.go), so its pool's engine
-// recovers a panic or a runtime.Goexit of fn and hands it to panicked or goexited.
-func (f *Future[R]) run() worker.Outcome {
-	if o := f.begin(false); o != worker.Completed {
-		return o
-	}
-	if f.x != nil && f.x.labels {
-		defer labelled(f.x.c.Context)()
-	}
-	f.call()
-	return worker.Completed
-}
+// recovers a panic or a runtime.Goexit of fn and hands it to panicked or goexited. It is a
+// claimer (life.go), run by runClaimer: a GoContext function whose context has ended is
+// skipped, and Wait returns the context's cause.
+func (f *Future[R]) run() worker.Outcome { return runClaimer(f, false) }
 
 // runOnCaller runs the function on its submitter (CallerRuns) or on a wait that took it.
-func (f *Future[R]) runOnCaller() worker.Outcome {
-	if o := f.begin(true); o != worker.Completed {
-		return o
-	}
-	f.call()
-	return worker.Completed
-}
+func (f *Future[R]) runOnCaller() worker.Outcome { return runClaimer(f, true) }
 
-// call runs the function and finishes f with what it returns.
+// call runs the function and finishes f with what it returns. x.c's claim follows f's, as it
+// is the one a wait made from fn's context checks (helpable).
 func (f *Future[R]) call() {
 	if f.x == nil {
 		v, err := f.fn()
@@ -229,6 +217,7 @@ func (f *Future[R]) call() {
 		return
 	}
 	x := f.x
+	x.c.state.Store(f.claim.state.Load()) // taken, or lent
 	var v R
 	err := x.c.invoke(x.enter, func(ctx context.Context) (err error) {
 		v, err = x.fn(ctx)
@@ -237,44 +226,35 @@ func (f *Future[R]) call() {
 	f.finish(v, err)
 }
 
+func (f *Future[R]) fail(err error) { f.finish(*new(R), err) }
+
+func (f *Future[R]) lend() bool { return lendClaimer(f) }
+
 func (f *Future[R]) claimed() *claim { return &f.claim }
 
-// begin claims the function (claim.begin): a GoContext function whose context has ended is
-// skipped, and Wait returns the context's cause. x.c's claim follows f's, as it is the one a
-// wait made from fn's context checks (helpable).
-func (f *Future[R]) begin(inline bool) worker.Outcome {
-	var ctx context.Context
-	var p *Pool
-	if f.x != nil {
-		ctx, p = f.x.c.Context, f.x.c.pool
+// scope is GoContext's context and pool; a function of Go has neither, and is never skipped.
+func (f *Future[R]) scope() (context.Context, *Pool) {
+	if f.x == nil {
+		return nil, nil
 	}
-	o, first := f.claim.begin(ctx, p, inline)
-	if first {
-		f.finish(*new(R), causeOf(ctx, p))
-	}
-	if o == worker.Completed && f.x != nil {
-		f.x.c.state.Store(f.claim.state.Load())
-	}
-	return o
+	return f.x.c.Context, f.x.c.pool
 }
 
-// lend claims the function for a Wait that runs it itself (claim.lend).
-func (f *Future[R]) lend() bool {
-	ok, skip := f.claim.lend(f.x.c.Context, f.x.c.pool)
-	if skip {
-		f.finish(*new(R), causeOf(f.x.c.Context, f.x.c.pool))
+func (f *Future[R]) labels() context.Context {
+	if f.x != nil && f.x.labels {
+		return f.x.c.Context
 	}
-	return ok
+	return nil
 }
 
-func (f *Future[R]) panicked(pe *PanicError) { f.finish(*new(R), pe) }
+func (f *Future[R]) panicked(pe *PanicError) { f.fail(pe) }
 
-func (f *Future[R]) goexited() { f.finish(*new(R), errGoexit) }
+func (f *Future[R]) goexited() { f.fail(errGoexit) }
 
 // refuse finishes f, whose function was never accepted: no party may claim it.
 func (f *Future[R]) refuse(err error) {
 	f.claim.state.Store(ended)
-	f.finish(*new(R), err)
+	f.fail(err)
 }
 
 func (f *Future[R]) finish(v R, err error) {
@@ -377,6 +357,6 @@ func (f *Future[R]) forget(out chan<- *Future[R]) {
 // abort ends a function taken out of the queue unrun (StopNow, DiscardOldest): the engine
 // claimed it (worker.Config.Take).
 func (f *Future[R]) abort(err error) bool {
-	f.finish(*new(R), err)
+	f.fail(err)
 	return true
 }

@@ -314,34 +314,24 @@ type groupTask struct {
 }
 
 // A group's task is a reporter (see pool.go): its pool's engine recovers a panic or a
-// runtime.Goexit of fn and hands it to panicked or goexited, so run needs no guard.
-func (t *groupTask) run() worker.Outcome {
-	if o := t.begin(false); o != worker.Completed {
-		return o
-	}
-	if t.g.labels {
-		defer labelled(t.g.ctx)()
-	}
-	t.g.end(0, t.c.invoke(t.g.enter, t.fn))
-	return worker.Completed
-}
+// runtime.Goexit of fn and hands it to panicked or goexited, so run needs no guard. It is a
+// claimer (life.go), run by runClaimer.
+func (t *groupTask) run() worker.Outcome { return runClaimer(t, false) }
 
 // runOnCaller is run without the labels: a caller-run function keeps its submitter's.
-func (t *groupTask) runOnCaller() worker.Outcome {
-	if o := t.begin(true); o != worker.Completed {
-		return o
-	}
-	t.g.end(0, t.c.invoke(t.g.enter, t.fn))
-	return worker.Completed
-}
+func (t *groupTask) runOnCaller() worker.Outcome { return runClaimer(t, true) }
+
+func (t *groupTask) call() { t.g.end(0, t.c.invoke(t.g.enter, t.fn)) }
+
+func (t *groupTask) fail(err error) { t.g.end(0, err) }
+
+func (t *groupTask) lend() bool { return lendClaimer(t) }
 
 func (t *groupTask) claimed() *claim { return &t.c.claim }
 
-func (t *groupTask) begin(inline bool) worker.Outcome {
-	return t.g.begin(&t.c.claim, inline, 0)
-}
+func (t *groupTask) scope() (context.Context, *Pool) { return t.g.ctx, t.g.p }
 
-func (t *groupTask) lend() bool { return t.g.lend(&t.c.claim, 0) }
+func (t *groupTask) labels() context.Context { return t.g.labelsContext() }
 
 func (t *groupTask) panicked(pe *PanicError) { t.g.end(0, pe) }
 
@@ -352,36 +342,22 @@ func (t *groupTask) abort(err error) bool { return t.g.abort(0, err) }
 // uncount ends a function whose Go call a hook ended with runtime.Goexit: see admitObserved.
 func (t *groupTask) uncount() { t.g.abort(0, errGoexit) }
 
-// numberedTask is a GroupAll group's task: see Group.task.
+// numberedTask is a GroupAll group's task: see Group.task. It has its own run, runOnCaller
+// and lend, which hand runClaimer and lendClaimer its own call and fail, those of its number.
 type numberedTask struct {
 	groupTask
 	seq uint64
 }
 
-func (t *numberedTask) run() worker.Outcome {
-	if o := t.begin(false); o != worker.Completed {
-		return o
-	}
-	if t.g.labels {
-		defer labelled(t.g.ctx)()
-	}
-	t.g.end(t.seq, t.c.invoke(t.g.enter, t.fn))
-	return worker.Completed
-}
+func (t *numberedTask) run() worker.Outcome { return runClaimer(t, false) }
 
-func (t *numberedTask) runOnCaller() worker.Outcome {
-	if o := t.begin(true); o != worker.Completed {
-		return o
-	}
-	t.g.end(t.seq, t.c.invoke(t.g.enter, t.fn))
-	return worker.Completed
-}
+func (t *numberedTask) runOnCaller() worker.Outcome { return runClaimer(t, true) }
 
-func (t *numberedTask) begin(inline bool) worker.Outcome {
-	return t.g.begin(&t.c.claim, inline, t.seq)
-}
+func (t *numberedTask) call() { t.g.end(t.seq, t.c.invoke(t.g.enter, t.fn)) }
 
-func (t *numberedTask) lend() bool { return t.g.lend(&t.c.claim, t.seq) }
+func (t *numberedTask) fail(err error) { t.g.end(t.seq, err) }
+
+func (t *numberedTask) lend() bool { return lendClaimer(t) }
 
 func (t *numberedTask) panicked(pe *PanicError) { t.g.end(t.seq, pe) }
 
@@ -391,24 +367,12 @@ func (t *numberedTask) abort(err error) bool { return t.g.abort(t.seq, err) }
 
 func (t *numberedTask) uncount() { t.g.abort(t.seq, errGoexit) }
 
-// begin claims a function of the group, of the Go call numbered seq, for the goroutine about
-// to run it (claim.begin); a function skipped because the group's context has ended ends with
-// that context's cause.
-func (g *Group) begin(c *claim, inline bool, seq uint64) worker.Outcome {
-	o, first := c.begin(g.ctx, g.p, inline)
-	if first {
-		g.end(seq, causeOf(g.ctx, g.p))
+// labelsContext returns the group's context if its functions run under its pprof labels, or nil.
+func (g *Group) labelsContext() context.Context {
+	if g.labels {
+		return g.ctx
 	}
-	return o
-}
-
-// lend claims a function of the group for a wait that runs it itself (claim.lend).
-func (g *Group) lend(c *claim, seq uint64) bool {
-	ok, skip := c.lend(g.ctx, g.p)
-	if skip {
-		g.end(seq, causeOf(g.ctx, g.p))
-	}
-	return ok
+	return nil
 }
 
 // abort counts a function of the group that will never run as done, with err as its error.
@@ -491,26 +455,11 @@ type resultTask[R any] struct {
 	c   call
 }
 
-// A result's task is a reporter (see pool.go), as a group's is.
-func (t *resultTask[R]) run() worker.Outcome {
-	if o := t.begin(false); o != worker.Completed {
-		return o
-	}
-	if t.g.labels {
-		defer labelled(t.g.ctx)()
-	}
-	t.call()
-	return worker.Completed
-}
+// A result's task is a reporter (see pool.go) and a claimer (life.go), as a group's is.
+func (t *resultTask[R]) run() worker.Outcome { return runClaimer(t, false) }
 
 // runOnCaller is run without the labels: a caller-run function keeps its submitter's.
-func (t *resultTask[R]) runOnCaller() worker.Outcome {
-	if o := t.begin(true); o != worker.Completed {
-		return o
-	}
-	t.call()
-	return worker.Completed
-}
+func (t *resultTask[R]) runOnCaller() worker.Outcome { return runClaimer(t, true) }
 
 func (t *resultTask[R]) call() {
 	t.g.end(0, t.c.invoke(t.g.enter, func(ctx context.Context) error {
@@ -522,11 +471,15 @@ func (t *resultTask[R]) call() {
 	}))
 }
 
+func (t *resultTask[R]) fail(err error) { t.g.end(0, err) }
+
+func (t *resultTask[R]) lend() bool { return lendClaimer(t) }
+
 func (t *resultTask[R]) claimed() *claim { return &t.c.claim }
 
-func (t *resultTask[R]) begin(inline bool) worker.Outcome { return t.g.begin(&t.c.claim, inline, 0) }
+func (t *resultTask[R]) scope() (context.Context, *Pool) { return t.g.ctx, t.g.p }
 
-func (t *resultTask[R]) lend() bool { return t.g.lend(&t.c.claim, 0) }
+func (t *resultTask[R]) labels() context.Context { return t.g.labelsContext() }
 
 func (t *resultTask[R]) panicked(pe *PanicError) { t.g.end(0, pe) }
 

@@ -35,10 +35,10 @@ func helpable(ctx context.Context, p *Pool) *call {
 // A lendable is a queued function that a wait may run itself.
 type lendable interface {
 	task
-	// lend claims it for the wait (claim.lend), failing it if its context has ended. It
+	claimer
+	// lend claims it for the wait (lendClaimer), failing it if its context has ended. It
 	// reports whether the wait is to run it.
 	lend() bool
-	claimed() *claim
 }
 
 // helper is the part of a group or call whose waits may lend their caller's slot: slot is

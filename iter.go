@@ -124,50 +124,26 @@ func (t *eachTask[T]) abort(err error) bool {
 
 func (t *eachTask[T]) uncount() { t.abort(errGoexit) }
 
-// A call's task is a reporter (see pool.go), as a group's is.
-func (t *eachTask[T]) run() worker.Outcome {
-	if o := t.begin(false); o != worker.Completed {
-		return o
-	}
-	if t.g.labels {
-		defer labelled(t.g.ctx)()
-	}
-	t.call()
-	return worker.Completed
-}
+// A call's task is a reporter (see pool.go) and a claimer (life.go), as a group's is. One
+// skipped because the calls' context has ended fails with its cause and frees its slot.
+func (t *eachTask[T]) run() worker.Outcome { return runClaimer(t, false) }
 
 // runOnCaller is run without the labels: a caller-run function keeps its submitter's.
-func (t *eachTask[T]) runOnCaller() worker.Outcome {
-	if o := t.begin(true); o != worker.Completed {
-		return o
-	}
-	t.call()
-	return worker.Completed
-}
+func (t *eachTask[T]) runOnCaller() worker.Outcome { return runClaimer(t, true) }
 
 func (t *eachTask[T]) call() {
 	t.end(t.c.invoke(t.g.enter, func(ctx context.Context) error { return t.fn(ctx, t.v) }))
 }
 
+func (t *eachTask[T]) fail(err error) { t.end(err) }
+
+func (t *eachTask[T]) lend() bool { return lendClaimer(t) }
+
 func (t *eachTask[T]) claimed() *claim { return &t.c.claim }
 
-// begin claims the call (claim.begin); one skipped because the calls' context has ended
-// ends with its cause and frees its slot.
-func (t *eachTask[T]) begin(inline bool) worker.Outcome {
-	o, first := t.c.begin(t.g.ctx, t.g.p, inline)
-	if first {
-		t.end(causeOf(t.g.ctx, t.g.p))
-	}
-	return o
-}
+func (t *eachTask[T]) scope() (context.Context, *Pool) { return t.g.ctx, t.g.p }
 
-func (t *eachTask[T]) lend() bool {
-	ok, skip := t.c.lend(t.g.ctx, t.g.p)
-	if skip {
-		t.end(causeOf(t.g.ctx, t.g.p))
-	}
-	return ok
-}
+func (t *eachTask[T]) labels() context.Context { return t.g.labelsContext() }
 
 func (t *eachTask[T]) panicked(pe *PanicError) { t.end(pe) }
 

@@ -104,11 +104,59 @@ func (c *claim) running() bool {
 	return st == taken || st == lent
 }
 
-// A claimer is a task with a claim.
+// A claimer is a task with a claim: a function given with a context (a group's, a Results',
+// a ForEach call, a MapSeq call, GoContext's) or a future's. Each kind says what differs;
+// runClaimer, beginClaimer and lendClaimer do the rest, the same for all.
 type claimer interface {
 	claimed() *claim
-	// begin is claim.begin for the task, failing its function when it is skipped.
-	begin(inline bool) worker.Outcome
+	// scope returns the context whose end skips the function (nil for none: Go's) and its
+	// pool, whose Shutdown may skip it too.
+	scope() (context.Context, *Pool)
+	// labels returns the context whose pprof labels the function runs under on a worker, or
+	// nil.
+	labels() context.Context
+	// fail ends the function unrun, with err as its outcome.
+	fail(err error)
+	// call runs the function, once claimed, and ends it with what it returned.
+	call()
+}
+
+// runClaimer runs t on a worker (inline false: under its labels) or on its submitter or a
+// waiting function that lends its slot (inline: the caller's labels stay), once begin has
+// claimed it.
+func runClaimer(t claimer, inline bool) worker.Outcome {
+	if o := beginClaimer(t, inline); o != worker.Completed {
+		return o
+	}
+	if !inline {
+		if ctx := t.labels(); ctx != nil {
+			defer labelled(ctx)()
+		}
+	}
+	t.call()
+	return worker.Completed
+}
+
+// beginClaimer is claim.begin for t, failing its function with its context's cause when this
+// call decided to skip it.
+func beginClaimer(t claimer, inline bool) worker.Outcome {
+	ctx, p := t.scope()
+	o, first := t.claimed().begin(ctx, p, inline)
+	if first {
+		t.fail(causeOf(ctx, p))
+	}
+	return o
+}
+
+// lendClaimer is claim.lend for t, failing its function with its context's cause when it
+// claimed it as skipped.
+func lendClaimer(t claimer) bool {
+	ctx, p := t.scope()
+	ok, skip := t.claimed().lend(ctx, p)
+	if skip {
+		t.fail(causeOf(ctx, p))
+	}
+	return ok
 }
 
 // beginTask is a Pool engine's worker.Config.Begin, asked for each task on an observed pool:
@@ -119,7 +167,7 @@ func beginTask(t task) worker.Outcome {
 	case funcTask:
 		return worker.Completed
 	case claimer:
-		return t.begin(false)
+		return beginClaimer(t, false)
 	}
 	return worker.Completed
 }

@@ -197,26 +197,12 @@ func (t *seqTask[T, R]) abort(err error) bool {
 }
 
 // A call's task is a reporter (see pool.go): its pool's engine recovers a panic or a
-// runtime.Goexit of fn and hands it to panicked or goexited.
-func (t *seqTask[T, R]) run() worker.Outcome {
-	if o := t.begin(false); o != worker.Completed {
-		return o
-	}
-	if t.s.labels {
-		defer labelled(t.s.ctx)()
-	}
-	t.call()
-	return worker.Completed
-}
+// runtime.Goexit of fn and hands it to panicked or goexited. It is a claimer (life.go); one
+// skipped because the range's skip context has ended fails with its cause.
+func (t *seqTask[T, R]) run() worker.Outcome { return runClaimer(t, false) }
 
 // runOnCaller is run without the labels: a caller-run function keeps its submitter's.
-func (t *seqTask[T, R]) runOnCaller() worker.Outcome {
-	if o := t.begin(true); o != worker.Completed {
-		return o
-	}
-	t.call()
-	return worker.Completed
-}
+func (t *seqTask[T, R]) runOnCaller() worker.Outcome { return runClaimer(t, true) }
 
 func (t *seqTask[T, R]) call() {
 	t.err = t.c.invoke(t.s.enter, func(ctx context.Context) (err error) {
@@ -226,28 +212,32 @@ func (t *seqTask[T, R]) call() {
 	t.end()
 }
 
-func (t *seqTask[T, R]) claimed() *claim { return &t.c.claim }
-
-// begin claims the call (claim.begin); one skipped because the calls' context has ended
-// fails with its cause.
-func (t *seqTask[T, R]) begin(inline bool) worker.Outcome {
-	o, first := t.c.begin(t.s.skip, t.s.p, inline)
-	if first {
-		t.err = causeOf(t.s.skip, t.s.p)
-		t.end()
-	}
-	return o
+func (t *seqTask[T, R]) fail(err error) {
+	t.err = err
+	t.end()
 }
 
-// lend claims the call for the ranging goroutine (claim.lend).
+// lend is lendClaimer for the ranging goroutine, which also marks t a husk, whose place in p's
+// queue a worker has yet to reach, when it claims it: before fail hands t back.
 func (t *seqTask[T, R]) lend() bool {
-	ok, skip := t.c.lend(t.s.skip, t.s.p)
+	ctx, p := t.scope()
+	ok, skip := t.c.lend(ctx, p)
 	t.husk = ok || skip
 	if skip {
-		t.err = causeOf(t.s.skip, t.s.p)
-		t.end()
+		t.fail(causeOf(ctx, p))
 	}
 	return ok
+}
+
+func (t *seqTask[T, R]) claimed() *claim { return &t.c.claim }
+
+func (t *seqTask[T, R]) scope() (context.Context, *Pool) { return t.s.skip, t.s.p }
+
+func (t *seqTask[T, R]) labels() context.Context {
+	if t.s.labels {
+		return t.s.ctx
+	}
+	return nil
 }
 
 func (t *seqTask[T, R]) panicked(pe *PanicError) { t.err = pe; t.end() }
