@@ -9,16 +9,7 @@ import (
 // while a bounded queue is full (unless the engine is NonBlocking) until there is room, the
 // engine stops, or done (which may be nil) is closed.
 func (e *Engine[T]) Submit(arg T, wait bool, done <-chan struct{}) Result {
-	var at int64
-	if e.timed { // the clock is read before the lock, to keep it out of the critical section
-		at = e.clock()
-	}
-	e.lock()
-	if e.timed {
-		e.at = at
-	}
-	if e.stopped {
-		e.mu.Unlock()
+	if !e.lockToSubmit() {
 		return Stopped
 	}
 	// While tasks are queued and the queue has room, route queues arg and starts nothing:
@@ -51,6 +42,25 @@ func (e *Engine[T]) Submit(arg T, wait bool, done <-chan struct{}) Result {
 		e.yielding.Add(-1)
 	}
 	return Accepted
+}
+
+// lockToSubmit takes e.mu for a submit, with the submit time in e.at for the Observer: the clock is
+// read before the lock, to keep it out of the critical section. It reports false, with e.mu
+// released, if the engine is stopped.
+func (e *Engine[T]) lockToSubmit() bool {
+	var at int64
+	if e.timed {
+		at = e.clock()
+	}
+	e.lock()
+	if e.timed {
+		e.at = at
+	}
+	if e.stopped {
+		e.mu.Unlock()
+		return false
+	}
+	return true
 }
 
 // Forward accepts arg whatever the queue bound and even after Stop. Sub-pools use it to run
@@ -151,15 +161,10 @@ func (e *Engine[T]) crowded() bool {
 // is closed: the slot it holds may be the one that would make room.
 func (e *Engine[T]) SubmitOrRun(arg T, done <-chan struct{}) Result {
 	for {
-		at := e.now()
-		e.lock()
-		if e.timed {
-			e.at = at
-		}
-		if e.stopped {
-			e.mu.Unlock()
+		if !e.lockToSubmit() {
 			return Stopped
 		}
+		at := e.at
 		s, ok := e.route(arg, true)
 		if ok {
 			e.mu.Unlock()

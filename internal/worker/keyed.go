@@ -4,16 +4,7 @@ package worker
 // it to queue a key's runner: the keyed backlog is bounded by the keyed pool itself, and a
 // runner refused by a full queue would leave its key's accepted tasks without a runner.
 func (e *Engine[T]) Admit(arg T) Result {
-	var at int64
-	if e.timed {
-		at = e.clock()
-	}
-	e.lock()
-	if e.timed {
-		e.at = at
-	}
-	if e.stopped {
-		e.mu.Unlock()
+	if !e.lockToSubmit() {
 		return Stopped
 	}
 	s, _ := e.route(arg, false)
