@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/crewgo/crew/internal/worker"
 )
 
 // Waits that help. A function running on a pool holds one of its slots; when it waits for
@@ -173,5 +175,5 @@ func (h *helper) queued() bool {
 }
 
 // pausePoll is how often a wait whose functions a pause or a rate limit holds looks again,
-// unless a Resume tells it first.
-const pausePoll = 2 * time.Millisecond
+// unless a Resume tells it first: the engine's, for SubmitOrRun's waits too.
+const pausePoll = worker.PausePoll

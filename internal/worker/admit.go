@@ -157,7 +157,7 @@ func (e *Engine[T]) crowded() bool {
 // submitter runs arg itself, as CallerRuns does, in the slot it holds, and it counts as
 // caller-run. Under an overflow policy other than Block a full queue does not block: it is
 // Submit. While the engine or an ancestor is paused, or a rate limit has no token for it
-// (Lends), no task may start, so it waits for room, looking again every pausePoll, until done
+// (Lends), no task may start, so it waits for room, looking again every PausePoll, until done
 // is closed: the slot it holds may be the one that would make room.
 func (e *Engine[T]) SubmitOrRun(arg T, done <-chan struct{}) Result {
 	for {
@@ -180,7 +180,7 @@ func (e *Engine[T]) SubmitOrRun(arg T, done <-chan struct{}) Result {
 			e.runInline(arg, at)
 			return Accepted
 		}
-		t := time.NewTimer(pausePoll)
+		t := time.NewTimer(PausePoll)
 		r := e.blockHere(arg, done, t.C) // unlocks
 		t.Stop()
 		if r != lookAgain {
@@ -189,9 +189,10 @@ func (e *Engine[T]) SubmitOrRun(arg T, done <-chan struct{}) Result {
 	}
 }
 
-// pausePoll is how often a wait held by a pause looks again whether it has ended: a pause
-// is rare, and a Resume has no one to tell.
-const pausePoll = 2 * time.Millisecond
+// PausePoll is how often a task that waits to start work in the slot it holds (SubmitOrRun,
+// and crew's waits that help) looks again whether a pause or a rate limit still holds it back:
+// a rate limit's next token tells no one, and a Resume only those who asked (Resumed).
+const PausePoll = 2 * time.Millisecond
 
 // blockHere is blockUntil for SubmitOrRun: expire makes it look again (lookAgain), counted
 // nowhere. It is entered with e.mu held and releases it.
