@@ -343,8 +343,9 @@ func TestCrawlerCompletes(t *testing.T) {
 	}
 }
 
-// TestHelpedFunctionThatPanicsOrExits: a function run in a lent slot that panics fails its
-// group with a *PanicError, as on a worker, and the waiting function goes on; one that calls
+// TestHelpedFunctionThatPanicsOrExits: a function run in a lent slot that panics, with a value
+// or with nil, fails its group with a *PanicError, as on a worker, and the waiting function
+// goes on; one that calls
 // runtime.Goexit ends the goroutine it runs on, the waiting function's, which then counts as
 // a function that called Goexit, and the pool keeps serving.
 func TestHelpedFunctionThatPanicsOrExits(t *testing.T) {
@@ -363,6 +364,19 @@ func TestHelpedFunctionThatPanicsOrExits(t *testing.T) {
 	})
 	if v, err := f.Wait(); err != nil || v != "went on" {
 		t.Fatalf("Wait = %q, %v", v, err)
+	}
+
+	f = crew.GoContext(context.Background(), p, func(ctx context.Context) (string, error) {
+		g, _ := p.Group(ctx)
+		g.Go(func(context.Context) error { panic(nil) })
+		var pe *crew.PanicError
+		if err := g.Wait(); !errors.As(err, &pe) {
+			return "", fmt.Errorf("group Wait = %v, want panic(nil) as a *PanicError", err)
+		}
+		return "went on", nil
+	})
+	if v, err := f.Wait(); err != nil || v != "went on" {
+		t.Fatalf("panic(nil) in a lent slot: Wait = %q, %v", v, err)
 	}
 
 	f = crew.GoContext(context.Background(), p, func(ctx context.Context) (string, error) {
@@ -486,4 +500,34 @@ func TestHelpingWaitStartsAtResume(t *testing.T) {
 	if _, err := f.Wait(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestHooksThatMisbehaveAroundALentSlot: Started and Finished hooks that panic, with nil too,
+// around functions run in a lent slot go to the panic handler, and each function still runs
+// exactly once.
+func TestHooksThatMisbehaveAroundALentSlot(t *testing.T) {
+	t.Parallel()
+	var handled atomic.Int32
+	p := crew.New(1, crew.WithPanicHandler(func(any, []byte) { handled.Add(1) }),
+		crew.WithHooks(crew.Hooks{
+			Started:  func(crew.TaskInfo) { panic(nil) },
+			Finished: func(crew.TaskInfo) { panic("finished") },
+		}))
+	defer p.StopAndWait()
+	var ran atomic.Int32
+	f := crew.GoContext(context.Background(), p, func(ctx context.Context) (int, error) {
+		g, _ := p.Group(ctx)
+		for range 3 {
+			g.Go(func(context.Context) error { ran.Add(1); return nil })
+		}
+		return 0, g.Wait()
+	})
+	if _, err := f.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	p.Wait()
+	if ran.Load() != 3 || handled.Load() != 8 {
+		t.Fatalf("ran %d, panic handler called %d times; want 3 and 8 (two hooks of four tasks)", ran.Load(), handled.Load())
+	}
+	idleIdentity(t, "pool", p.Stats())
 }
