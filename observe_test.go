@@ -694,3 +694,57 @@ func TestPanickingContextHookGoesToThePanicHandler(t *testing.T) {
 		})
 	}
 }
+
+// TestQueuedTasksWaitTheirOwnTimeAcrossLevels: a pool whose queue serves a prioritised
+// sub-pool first still gives each of its own tasks the wait since its own submit. A higher
+// level's worker, queued later, starts first; its submit time must not pass to the pool's task
+// queued before it, nor the other way round. The same for tasks RemoveIf (via the sub-pool's
+// StopNow) leaves queued.
+func TestQueuedTasksWaitTheirOwnTimeAcrossLevels(t *testing.T) {
+	t.Parallel()
+	var clock manualClock
+	var mu sync.Mutex
+	var waits []time.Duration
+	p := crew.New(1, crew.WithClock(clock.now), crew.WithHooks(crew.Hooks{
+		Started: func(ti crew.TaskInfo) {
+			mu.Lock()
+			waits = append(waits, ti.Wait)
+			mu.Unlock()
+		},
+	}))
+	defer p.StopAndWait()
+	high := p.Sub(1, crew.WithPriority(1))
+	started, release := make(chan struct{}), make(chan struct{})
+	if err := p.Submit(func() { close(started); <-release }); err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	var order []string
+	note := func(s string) func() {
+		return func() {
+			mu.Lock()
+			order = append(order, s)
+			mu.Unlock()
+		}
+	}
+	if err := p.Submit(note("own")); err != nil { // queued at 0
+		t.Fatal(err)
+	}
+	clock.advance(4 * time.Millisecond)
+	if err := high.Submit(note("high")); err != nil { // its worker queued at 4 ms, level 1
+		t.Fatal(err)
+	}
+	clock.advance(6 * time.Millisecond) // 10 ms after the pool's task was queued
+	close(release)
+	p.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(order, []string{"high", "own"}) {
+		t.Fatalf("tasks ran in the order %v, want the higher level first", order)
+	}
+	// The blocked task's wait (0), then the pool's own task's: 10 ms. The sub-pool's worker is
+	// not the pool's task, and the sub-pool times its own.
+	if want := []time.Duration{0, 10 * time.Millisecond}; !slices.Equal(waits, want) {
+		t.Fatalf("the pool's tasks waited %v, want %v", waits, want)
+	}
+}

@@ -19,6 +19,13 @@
 // pool or a sub-pool per batch or per request does not pay for its backlog's memory again
 // each time.
 //
+// A value may carry a stamp, an int64 kept beside it in its segment (PushAt, PopAt): a pool
+// that times its tasks keeps each one's submit time there. Kept in a queue of its own, the
+// times cost the lock's holder two more cache lines per task (the other queue's ends and its
+// slots), which moved between the cores with the lock: most of what timing tasks cost on two
+// cores (measurements.md in internal/worker, "Observing"). A segment gets its stamps the first
+// time a nonzero one is pushed into it, so a queue that keeps none allocates none.
+//
 // A Queue is not safe for concurrent use; the pool guards it with its own mutex.
 package queue
 
@@ -36,8 +43,9 @@ import (
 const segmentBytes = 4096
 
 type segment[T any] struct {
-	items []T
-	next  *segment[T]
+	items  []T
+	stamps []int64 // beside items, from the first nonzero stamp pushed into the segment
+	next   *segment[T]
 }
 
 // Queue is a FIFO of values of type T. The zero value is an empty queue ready to use.
@@ -94,6 +102,55 @@ func (q *Queue[T]) PushFront(v T) {
 	q.first--
 	q.head.items[q.first] = v
 	q.n++
+}
+
+// PushAt is Push that keeps the stamp at beside v.
+func (q *Queue[T]) PushAt(v T, at int64) {
+	q.Push(v)
+	q.tail.stamp(q.end-1, at)
+}
+
+// PushFrontAt is PushFront that keeps the stamp at beside v.
+func (q *Queue[T]) PushFrontAt(v T, at int64) {
+	q.PushFront(v)
+	q.head.stamp(q.first, at)
+}
+
+// PopAt is Pop that also returns the stamp pushed with the value. A queue keeps stamps for
+// all its values or for none: for a value pushed by Push or PushFront, at means nothing.
+func (q *Queue[T]) PopAt() (v T, at int64, ok bool) {
+	if q.n == 0 {
+		return v, 0, false
+	}
+	at = q.head.stampOf(q.first)
+	v, ok = q.Pop()
+	return v, at, ok
+}
+
+// PeekAt is Peek that also returns the stamp kept beside the value.
+func (q *Queue[T]) PeekAt() (v T, at int64, ok bool) {
+	if q.n == 0 {
+		return v, 0, false
+	}
+	return q.head.items[q.first], q.head.stampOf(q.first), true
+}
+
+// stamp keeps at for slot i. A segment without stamps needs none for 0.
+func (s *segment[T]) stamp(i int, at int64) {
+	if s.stamps == nil {
+		if at == 0 {
+			return
+		}
+		s.stamps = make([]int64, len(s.items))
+	}
+	s.stamps[i] = at
+}
+
+func (s *segment[T]) stampOf(i int) int64 {
+	if s.stamps == nil {
+		return 0
+	}
+	return s.stamps[i]
 }
 
 // Pop removes and returns the value at the front of the queue; ok is false when it is empty.

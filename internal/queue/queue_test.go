@@ -360,3 +360,73 @@ func TestPushFrontIsPoppedFirst(t *testing.T) {
 		t.Fatalf("PushFront on an empty queue: popped %d", v)
 	}
 }
+
+// TestStampsStayWithTheirValues pushes at both ends and pops in random bursts, each value
+// with its own stamp, across segment boundaries and onto segments that another queue of the
+// type stamped before (given back by Free and reused), and checks every stamp PeekAt and
+// PopAt return against a model. A stamp of 0 on a reused segment must read back as 0.
+func TestStampsStayWithTheirValues(t *testing.T) {
+	type pair struct{ v, at int64 }
+	r := rand.New(rand.NewPCG(3, 4))
+	for round := range 3 {
+		var q Queue[int64]
+		var model []pair
+		next := int64(0)
+		for range 400 {
+			for range r.IntN(600) {
+				at := int64(0)
+				if r.IntN(4) > 0 {
+					at = r.Int64()
+				}
+				p := pair{next, at}
+				next++
+				if r.IntN(5) == 0 {
+					q.PushFrontAt(p.v, p.at)
+					model = append([]pair{p}, model...)
+				} else {
+					q.PushAt(p.v, p.at)
+					model = append(model, p)
+				}
+			}
+			for range r.IntN(600) {
+				v, at, ok := q.PeekAt()
+				if ok != (len(model) > 0) || (ok && (v != model[0].v || at != model[0].at)) {
+					t.Fatalf("round %d: PeekAt = %d, %d, %v; want %v", round, v, at, ok, model[:min(1, len(model))])
+				}
+				v, at, ok = q.PopAt()
+				if len(model) == 0 {
+					if ok {
+						t.Fatalf("round %d: PopAt on an empty queue returned %d, true", round, v)
+					}
+					continue
+				}
+				if !ok || v != model[0].v || at != model[0].at {
+					t.Fatalf("round %d: PopAt = %d, %d, %v; want %v", round, v, at, ok, model[0])
+				}
+				model = model[1:]
+			}
+		}
+		for len(model) > 0 {
+			if v, at, _ := q.PopAt(); v != model[0].v || at != model[0].at {
+				t.Fatalf("round %d: PopAt = %d, %d; want %v", round, v, at, model[0])
+			}
+			model = model[1:]
+		}
+		q.Free() // the next round's queue starts on these segments, stamps and all
+	}
+}
+
+// TestUnstampedQueueAllocatesNoStamps: values pushed without stamps, or with stamps of 0,
+// leave a segment without a stamps slice. (No test here stamps a queue of this element
+// type, so the shared spares hold none with stamps.)
+func TestUnstampedQueueAllocatesNoStamps(t *testing.T) {
+	var q Queue[func()]
+	q.Push(func() {})
+	q.PushAt(func() {}, 0)
+	q.PushFrontAt(func() {}, 0)
+	for s := q.head; s != nil; s = s.next {
+		if s.stamps != nil {
+			t.Fatal("a queue with no nonzero stamp allocated stamps")
+		}
+	}
+}

@@ -17,8 +17,7 @@ func (e *Engine[T]) Submit(arg T, wait bool, done <-chan struct{}) Result {
 	var s launch[T]
 	var ok bool
 	if q := &e.queue.fifo; e.plain() && q.Len() > 0 && (e.cfg.QueueSize == 0 || q.Len() < e.cfg.QueueSize) {
-		q.Push(arg)
-		e.stamp()
+		e.pushPlain(q, arg)
 		e.accept()
 	} else if s, ok = e.route(arg, true); !ok {
 		if !wait || e.cfg.NonBlocking {
@@ -89,16 +88,11 @@ func (e *Engine[T]) ForwardAhead(arg T) {
 		e.Forward(arg)
 		return
 	}
-	e.queue.PushSecond(arg)
+	var at int64
 	if e.timed {
-		at := e.clock()
-		if h, ok := e.stamps.Pop(); ok {
-			e.stamps.PushFront(at)
-			e.stamps.PushFront(h)
-		} else {
-			e.stamps.Push(at)
-		}
+		at = e.clock()
 	}
+	e.queue.PushSecondAt(arg, at)
 	e.accept()
 	e.mu.Unlock()
 }

@@ -155,7 +155,7 @@ func TestCrowdedThreshold(t *testing.T) {
 		e := &Engine[int]{max: 10_000, workers: tt.workers}
 		e.yielding.Store(int32(tt.yielding))
 		for i := range tt.queued {
-			e.queue.Push(i)
+			e.queue.PushAt(i, 0)
 		}
 		if got := e.crowded(); got != tt.want {
 			t.Errorf("%d workers alive of 10,000, %d queued, %d yielding: crowded() = %v, want %v",

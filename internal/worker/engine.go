@@ -210,7 +210,8 @@ type Counters struct {
 type Engine[T any] struct {
 	// Where the fields sit changes how long a task takes. Every submit and every task's end
 	// takes mu and touches fields after it, so their cache lines move between the cores with
-	// the lock. The settings come first, padded to whole cache lines (hotLine); mu starts the
+	// the lock. The settings come first, the clock's (clockSet) among them, read without the
+	// lock by every reading of the clock, padded to whole cache lines (hotLine); mu starts the
 	// next line and shares it with the queue; the line after holds the counters and limits a
 	// plain submit or task end reads or writes, and the one after that timed, stopped, waking
 	// and the idle and blocked lists. With mu among the counters or alone on its line,
@@ -221,7 +222,8 @@ type Engine[T any] struct {
 	// guards the order; BenchmarkSleepingTasks and BenchmarkSubmit both judge a new field's
 	// place.
 	cfg Config[T]
-	_   [hotLine]byte
+	clockSet
+	_ [hotLine]byte
 
 	mu    sync.Mutex
 	queue levelQueue[T] // the plain FIFO unless leveled: see priority.go
@@ -278,7 +280,7 @@ type Engine[T any] struct {
 
 // hotLine pads Engine's settings to a whole number of cache lines, so that mu starts one.
 // Config's size does not depend on T.
-const hotLine = (64 - unsafe.Sizeof(Config[struct{}]{})%64) % 64
+const hotLine = (64 - (unsafe.Sizeof(Config[struct{}]{})+unsafe.Sizeof(clockSet{}))%64) % 64
 
 // New returns an Engine and starts cfg.MinWorkers workers.
 func New[T any](cfg Config[T]) *Engine[T] {

@@ -6,7 +6,7 @@ import (
 )
 
 // TestEngineFieldsKeepTheirPlaces guards the placement of Engine's fields (see Engine): the
-// settings first; mu at the start of the cache line after them, sharing it with the queue;
+// settings and the clock's first; mu at the start of the cache line after them, sharing it with the queue;
 // on the next line what a plain submit or task end touches; and yielding alone on its line.
 // The Engine is large enough to be allocated in a size class of whole lines, so its lines are
 // the ones the offsets say.
@@ -15,9 +15,15 @@ func TestEngineFieldsKeepTheirPlaces(t *testing.T) {
 	if off := unsafe.Offsetof(e.cfg); off != 0 {
 		t.Errorf("cfg at byte %d, want 0", off)
 	}
+	// The clock's settings, read by every reading of the clock, most of them without the
+	// lock, sit with the settings, on no line written under the lock.
+	if off := unsafe.Offsetof(e.clockSet); off != unsafe.Sizeof(e.cfg) {
+		t.Errorf("clockSet at byte %d, want %d, right after cfg", off, unsafe.Sizeof(e.cfg))
+	}
+	settings := unsafe.Sizeof(e.cfg) + unsafe.Sizeof(e.clockSet)
 	mu := unsafe.Offsetof(e.mu)
-	if mu%64 != 0 || mu < unsafe.Sizeof(e.cfg) || mu >= unsafe.Sizeof(e.cfg)+64 {
-		t.Errorf("mu at byte %d, want the first cache line after the %d bytes of cfg", mu, unsafe.Sizeof(e.cfg))
+	if mu%64 != 0 || mu < settings || mu >= settings+64 {
+		t.Errorf("mu at byte %d, want the first cache line after the %d bytes of cfg and clockSet", mu, settings)
 	}
 	if end := unsafe.Offsetof(e.queue) + unsafe.Sizeof(e.queue); end > mu+64 {
 		t.Errorf("queue ends at byte %d, beyond mu's cache line (%d to %d)", end, mu, mu+64)

@@ -216,8 +216,7 @@ func (e *Engine[T]) next(w *worker[T], o Outcome) (T, bool) {
 		e.workers <= e.max && e.running <= e.max {
 		e.completed++
 		e.pending--
-		arg, _ := e.queue.fifo.Pop()
-		e.unstamp(w)
+		arg := e.popPlain(w)
 		e.mu.Unlock()
 		return arg, true
 	}
@@ -283,7 +282,7 @@ func (e *Engine[T]) takeGuarded() (T, bool) {
 	if e.cfg.Start != nil && e.waking > 0 {
 		return zero, false
 	}
-	arg, ok := e.queue.Peek()
+	arg, _, ok := e.queue.PeekAt()
 	if !ok || !e.mayStart(arg) || (e.sched != 0 && e.serialWorkers()) {
 		return zero, false
 	}
@@ -305,7 +304,7 @@ func (e *Engine[T]) takeGuarded() (T, bool) {
 
 // plain reports whether the engine uses no feature that changes how a task is queued or
 // started: no gate, weight or level. An observer does not: the plain paths keep the submit
-// times beside the tasks themselves (stamp, unstamp). Callers hold e.mu.
+// times beside the tasks themselves (pushPlain, popPlain). Callers hold e.mu.
 func (e *Engine[T]) plain() bool {
 	return e.sched|e.gated == 0 && e.queue.lv == nil
 }

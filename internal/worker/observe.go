@@ -12,18 +12,19 @@ import (
 // between its submit and its start, and how long it ran, and tells the Observer on the worker
 // with no lock held.
 //
-// The submit time of each queued task waits in stamps, a queue of clock readings pushed and
-// popped in lockstep with the task queue (route and dequeue, and the plain paths of Submit and
-// next: stamp and unstamp), so the task values stay as they are and a typed pool still
-// allocates nothing per task. A task handed straight to a worker
-// was submitted at the handing (route). Whoever takes a task from the queue leaves its stamp
-// in handing, under the lock, and the start hands it to the worker that runs the task: in
-// w.since for a parked or new worker (handOut, launch), through Config.Start for a sub-pool's
-// worker, and through taken for a worker that takes its next task itself. Without an
-// Observer, none of this happens: timed is false, stamps stays empty, and the worker loop is
-// the plain one. An observed engine takes the same plain paths through Submit and next as one
-// without (measurements.md, "Observing"); TestQueuedTasksWaitTheirOwnTime guards the stamps
-// there.
+// The submit time of each queued task is kept beside it in the queue, as its stamp (the
+// queue package's PushAt and PopAt; the plain paths of Submit and next: pushPlain and
+// popPlain), so the task values stay as they are and a typed pool still allocates nothing
+// per task. In a queue of their own, the times cost the holder of e.mu two more cache lines
+// per task, which moved between the cores with the lock (measurements.md, "Observing"). A
+// task handed straight to a worker was submitted at the handing (route). Whoever takes a
+// task from the queue leaves its stamp in handing, under the lock, and the start hands it to
+// the worker that runs the task: in w.since for a parked or new worker (handOut, launch),
+// through Config.Start for a sub-pool's worker, and through taken for a worker that takes its
+// next task itself. Without an Observer, none of this happens: timed is false, the queue
+// keeps no stamps, and the worker loop is the plain one. An observed engine takes the same
+// plain paths through Submit and next as one without; TestQueuedTasksWaitTheirOwnTime guards
+// the stamps there.
 
 // Observer is told of each task's start and end. Its methods run on the worker, with no lock
 // of the engine held; a method that panics unwinds into the worker's recovery as a task's
@@ -40,17 +41,24 @@ type Observer[T any] interface {
 	Discarded(arg T, wait time.Duration)
 }
 
-// timing is the engine's part of observing, all guarded by e.mu but epoch.
+// timing is the engine's part of observing that changes, guarded by e.mu. Moved onto the
+// lines a submit and a task's end write anyway (the counters', by narrowing waking, sched and
+// gated), the two took longer (measurements.md, "Observing").
 type timing struct {
-	at    int64     // the submit time of the task route places: read by Submit and Forward
+	at      int64 // the submit time of the task route places: read by Submit and Forward
+	handing int64 // the submit time of the task being started: see the comment above
+}
+
+// clockSet is the engine's clock, set by New and only read after: it sits with the settings,
+// away from the lines written under the lock, since every reading of the clock reads it and
+// most are taken without the lock (measurements.md, "Observing").
+type clockSet struct {
 	epoch time.Time // clock readings are durations since it, so the monotonic clock is used
 	// realClock is set when Config.Now is time.Now: clock then calls time.Since, which reads
 	// the monotonic clock alone (and the fake one in a testing/synctest bubble). Now().Sub
 	// reads the wall clock as well, and with three readings per task the clock took a fifth
 	// of BenchmarkSubmitWithHistograms' time (measurements.md, "Observing").
 	realClock bool
-	stamps    queue.Queue[int64]
-	handing   int64 // the submit time of the task being started: see the comment above
 }
 
 // observed is a worker's part: the task it is about to run or is running.
@@ -101,20 +109,35 @@ func (e *Engine[T]) clock() int64 {
 	return int64(e.cfg.Now().Sub(e.epoch))
 }
 
-// stamp queues the submit time of the task a submit's plain path has just queued (see
-// plain). Callers hold e.mu.
-func (e *Engine[T]) stamp() {
+// pushPlain queues arg in q, the plain queue, with its submit time (e.at) beside it when
+// the engine observes. Callers hold e.mu.
+func (e *Engine[T]) pushPlain(q *queue.Queue[T], arg T) {
 	if e.timed {
-		e.stamps.Push(e.at)
+		q.PushAt(arg, e.at)
+		return
 	}
+	q.Push(arg)
 }
 
-// unstamp hands the submit time of the task next's plain path has just taken from the queue
-// to w, the worker that runs it. Callers hold e.mu.
-func (e *Engine[T]) unstamp(w *worker[T]) {
+// popPlain takes the oldest task from the plain queue, and hands its submit time to w, the
+// worker that runs it, when the engine observes. Callers hold e.mu.
+func (e *Engine[T]) popPlain(w *worker[T]) T {
 	if e.timed {
-		w.since, _ = e.stamps.Pop()
+		arg, at, _ := e.queue.fifo.PopAt()
+		w.since = at
+		return arg
 	}
+	arg, _ := e.queue.fifo.Pop()
+	return arg
+}
+
+// stampNow is the stamp of a task queued now, 0 when the engine does not observe. Callers
+// hold e.mu.
+func (e *Engine[T]) stampNow() int64 {
+	if e.timed {
+		return e.clock()
+	}
+	return 0
 }
 
 // taken hands the submit time of a task a worker took from the queue to the worker.

@@ -124,30 +124,21 @@ func (e *Engine[T]) dropOldest(arg T) (old T, since int64, dropped, ok bool) {
 	var zero T
 	for {
 		if e.queue.Len() < e.cfg.QueueSize {
-			e.queue.Push(arg)
-			if e.timed {
-				e.stamps.Push(e.clock())
-			}
+			e.queue.PushAt(arg, e.stampNow())
 			e.accept()
 			return zero, 0, false, true
 		}
-		old, ok = e.queue.Peek()
+		old, _, ok = e.queue.PeekAt()
 		if !ok || (e.cfg.Keep != nil && e.cfg.Keep(old)) {
 			return zero, 0, false, false
 		}
 		o, claimed := e.claimed(old)
-		e.queue.Pop()
-		if e.timed {
-			since, _ = e.stamps.Pop()
-		}
+		_, since, _ = e.queue.PopAt()
 		if claimed {
 			gone = append(gone, o)
 			continue
 		}
-		e.queue.Push(arg)
-		if e.timed {
-			e.stamps.Push(e.clock())
-		}
+		e.queue.PushAt(arg, e.stampNow())
 		e.accept()
 		e.end(discarded, 1)
 		return old, since, true, true

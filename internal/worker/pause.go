@@ -200,9 +200,6 @@ func (e *Engine[T]) rest(w *worker[T]) bool {
 // the queue: the engine holds starts back. Callers hold e.mu, with e.waking already lowered.
 func (e *Engine[T]) giveBack(first T, since int64) {
 	e.unrun(first)
-	e.queue.PushFront(first)
-	if e.timed {
-		e.stamps.PushFront(since)
-	}
+	e.queue.PushFrontAt(first, since)
 	e.checkExited()
 }

@@ -81,85 +81,87 @@ func (q *levelQueue[T]) Len() int {
 	return q.lv.n
 }
 
-// Push, Peek and Pop keep the leveled case out of line, so that the plain case is one test
-// and one call. They are still a call of their own, as no method with two calls is inlined:
-// route's push and dequeue's pop, which every submit and every task go through, test lv
-// themselves and call the plain queue directly, which BenchmarkSubmit measured as faster.
+// The methods below keep each task's stamp (its submit time, for an engine that observes:
+// see observe.go) beside it; an engine that does not passes and ignores 0. PushAt, PeekAt and
+// PopAt keep the leveled case out of line, so that the plain case is one test and one call.
+// They are still a call of their own, as no method with two calls is inlined: route's push
+// and dequeue's pop, which every submit and every task go through, test lv themselves and
+// call the plain queue directly, which BenchmarkSubmit measured as faster.
 
-func (q *levelQueue[T]) Push(v T) {
+func (q *levelQueue[T]) PushAt(v T, at int64) {
 	if q.lv != nil {
-		q.lv.push(v)
+		q.lv.push(v, at)
 		return
 	}
-	q.fifo.Push(v)
+	q.fifo.PushAt(v, at)
 }
 
-func (q *levelQueue[T]) Peek() (T, bool) {
+func (q *levelQueue[T]) PeekAt() (T, int64, bool) {
 	if q.lv != nil {
 		return q.lv.peek()
 	}
-	return q.fifo.Peek()
+	return q.fifo.PeekAt()
 }
 
-// PushSecond puts v behind the head of its level, or at the head of an empty level.
-func (q *levelQueue[T]) PushSecond(v T) {
+// PushSecondAt puts v behind the head of its level, or at the head of an empty level.
+func (q *levelQueue[T]) PushSecondAt(v T, at int64) {
 	fifo := &q.fifo
 	if q.lv != nil {
 		fifo = q.lv.of(q.lv.level(v))
 		q.lv.n++
 	}
-	if h, ok := fifo.Pop(); ok {
-		fifo.PushFront(v)
-		fifo.PushFront(h)
+	if h, hat, ok := fifo.PopAt(); ok {
+		fifo.PushFrontAt(v, at)
+		fifo.PushFrontAt(h, hat)
 		return
 	}
-	fifo.Push(v)
+	fifo.PushAt(v, at)
 }
 
-// PushFront puts v back at the head of its level: a task given back unrun.
-func (q *levelQueue[T]) PushFront(v T) {
+// PushFrontAt puts v back at the head of its level: a task given back unrun.
+func (q *levelQueue[T]) PushFrontAt(v T, at int64) {
 	if q.lv != nil {
-		q.lv.of(q.lv.level(v)).PushFront(v)
+		q.lv.of(q.lv.level(v)).PushFrontAt(v, at)
 		q.lv.n++
 		return
 	}
-	q.fifo.PushFront(v)
+	q.fifo.PushFrontAt(v, at)
 }
 
-func (q *levelQueue[T]) Pop() (T, bool) {
+func (q *levelQueue[T]) PopAt() (T, int64, bool) {
 	if q.lv != nil {
 		return q.lv.pop()
 	}
-	return q.fifo.Pop()
+	return q.fifo.PopAt()
 }
 
 //go:noinline
-func (l *levels[T]) push(v T) {
-	l.of(l.level(v)).Push(v)
+func (l *levels[T]) push(v T, at int64) {
+	l.of(l.level(v)).PushAt(v, at)
 	l.n++
 }
 
 //go:noinline
-func (l *levels[T]) peek() (T, bool) {
+func (l *levels[T]) peek() (T, int64, bool) {
 	for _, lq := range l.qs {
 		if lq.q.Len() > 0 {
-			return lq.q.Peek()
+			return lq.q.PeekAt()
 		}
 	}
 	var zero T
-	return zero, false
+	return zero, 0, false
 }
 
 //go:noinline
-func (l *levels[T]) pop() (T, bool) {
+func (l *levels[T]) pop() (T, int64, bool) {
 	for _, lq := range l.qs {
 		if lq.q.Len() > 0 {
 			l.n--
-			return lq.q.Pop()
+			return lq.q.PopAt()
 		}
 	}
 	var zero T
-	return zero, false
+	return zero, 0, false
 }
 
 func (q *levelQueue[T]) Free() {
@@ -199,11 +201,11 @@ func (e *Engine[T]) UseLevels() {
 	}
 	lv := &levels[T]{level: e.cfg.Level}
 	for {
-		v, ok := e.queue.fifo.Pop()
+		v, at, ok := e.queue.fifo.PopAt()
 		if !ok {
 			break
 		}
-		lv.of(0).Push(v)
+		lv.of(0).PushAt(v, at)
 		lv.n++
 	}
 	e.queue.lv = lv

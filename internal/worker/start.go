@@ -88,12 +88,9 @@ func (e *Engine[T]) route(arg T, bounded bool) (s launch[T], ok bool) {
 		}
 	}
 	if e.queue.lv == nil {
-		e.queue.fifo.Push(arg) // the plain queue without levelQueue's call: see priority.go
+		e.pushPlain(&e.queue.fifo, arg) // the plain queue without levelQueue's call: see priority.go
 	} else {
-		e.queue.Push(arg)
-	}
-	if e.timed {
-		e.stamps.Push(e.at)
+		e.queue.PushAt(arg, e.at)
 	}
 	e.accept()
 	return s, true
@@ -149,12 +146,12 @@ func (e *Engine[T]) forward(arg T) launch[T] {
 // startNext starts the oldest queued task, if it may start and a worker can take it, and
 // returns the launch to carry out after unlocking. Callers hold e.mu.
 func (e *Engine[T]) startNext() launch[T] {
-	arg, ok := e.queue.Peek()
+	arg, at, ok := e.queue.PeekAt()
 	if !ok || !e.mayStart(arg) {
 		return launch[T]{}
 	}
 	if e.timed {
-		e.handing, _ = e.stamps.Peek()
+		e.handing = at
 	}
 	s, ok := e.handOut(arg)
 	if ok {
@@ -201,10 +198,7 @@ func (e *Engine[T]) begin(w *worker[T], arg T) bool {
 	e.waking--
 	if e.gated != 0 && e.Halted() {
 		e.unslot(arg)
-		e.queue.PushFront(arg)
-		if e.timed {
-			e.stamps.PushFront(w.since)
-		}
+		e.queue.PushFrontAt(arg, w.since)
 		e.mu.Unlock()
 		return false
 	}

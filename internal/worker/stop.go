@@ -134,7 +134,6 @@ func (e *Engine[T]) checkExited() {
 		case <-e.exited:
 		default:
 			e.queue.Free()
-			e.stamps.Free()
 			e.stopRate()
 			close(e.exited)
 			if e.cfg.Exited != nil {

@@ -33,11 +33,7 @@ func (e *Engine[T]) RemoveIf(match func(T) bool) []T {
 	taken := 0 // tasks claimed elsewhere, taken out too
 	n := e.queue.Len()
 	for range n {
-		arg, _ := e.queue.Pop()
-		var since int64
-		if e.timed {
-			since, _ = e.stamps.Pop()
-		}
+		arg, since, _ := e.queue.PopAt()
 		if match(arg) {
 			if o, gone := e.claimed(arg); gone {
 				e.end(o, 1) // claimed elsewhere: see Config.Take
@@ -47,10 +43,7 @@ func (e *Engine[T]) RemoveIf(match func(T) bool) []T {
 			}
 			continue
 		}
-		e.queue.Push(arg)
-		if e.timed {
-			e.stamps.Push(since)
-		}
+		e.queue.PushAt(arg, since)
 	}
 	// Submitters blocked on a full queue move into the room made.
 	for range len(out) + taken {
@@ -58,10 +51,7 @@ func (e *Engine[T]) RemoveIf(match func(T) bool) []T {
 		if b == nil {
 			break
 		}
-		e.queue.Push(b.arg)
-		if e.timed {
-			e.stamps.Push(e.clock())
-		}
+		e.queue.PushAt(b.arg, e.stampNow())
 		e.accept()
 		b.decide(Accepted)
 	}

@@ -98,20 +98,21 @@ func putWaiter[T any](w *waiter[T], bubbled bool) {
 // dequeue pops the next task and, if a submitter is blocked on the full queue, moves its task
 // into the room just made. Callers hold e.mu.
 func (e *Engine[T]) dequeue() (arg T, ok bool) {
-	if e.queue.lv == nil {
+	var at int64
+	switch {
+	case e.queue.lv != nil:
+		arg, at, ok = e.queue.PopAt()
+	case e.timed:
+		arg, at, ok = e.queue.fifo.PopAt()
+	default:
 		arg, ok = e.queue.fifo.Pop() // the plain queue without levelQueue's call: see priority.go
-	} else {
-		arg, ok = e.queue.Pop()
 	}
 	if ok {
 		if e.timed {
-			e.handing, _ = e.stamps.Pop()
+			e.handing = at
 		}
 		if b := e.blocked.pop(); b != nil {
-			e.queue.Push(b.arg)
-			if e.timed {
-				e.stamps.Push(e.clock())
-			}
+			e.queue.PushAt(b.arg, e.stampNow())
 			e.accept()
 			b.decide(Accepted)
 		}
