@@ -287,17 +287,24 @@ var fuzzRates = []struct {
 // Accepted = Completed + Panicked + Running + Waiting + Discarded + taken out; and at the end
 // every panic reached the handler and nothing is left running.
 func FuzzPoolOperations(f *testing.F) {
-	// The first two bytes choose the pool: in[0]%4+1 workers and in[0]>>2&3 the overflow
-	// policy; in[1]%4 the queue size, 0x40 WithNonBlocking, 0x80 FuncPool. Seeds are the
-	// edge cases worth keeping.
+	// The first two bytes choose the pool: in[0]%4+1 workers, in[0]>>2&3 the overflow
+	// policy and 0x10 WithLatencyHistograms; in[1]%4 the queue size, 0x40 WithNonBlocking,
+	// 0x80 FuncPool. Seeds are the edge cases worth keeping.
 	const (
 		block         = 0
 		reject        = 1 << 2
 		callerRuns    = 2 << 2
 		discardOldest = 3 << 2
 		funcPool      = 0x80
+		observed      = 0x10
 	)
-	f.Add([]byte{0, 0})                                                   // nothing
+	f.Add([]byte{0, 0}) // nothing
+	// Observed: each path that queues, gives back, drops or takes out a task keeps its time.
+	f.Add([]byte{observed | discardOldest, 2, opSubmit, opGo, opSubmit, opCancel, opSubmit, opSubmit, opStats, opWait})
+	f.Add([]byte{observed | 1, 0, opSubmit, opPause, opSubmit, opGo, opSubmit, opStats, opResume, opStats, opWait})
+	f.Add([]byte{observed | callerRuns | 1, 1, opSubmit, opSubmit, opSubmitPanic, opSubmit, opStats, opWait})
+	f.Add([]byte{observed, 0x82, opSubmit, opSubmit, opSubmit, opStopNow, opSubmit, opStats, opWait})
+	f.Add([]byte{observed | 3, 0, opSubmitGoexit, opSubmitPanicNil, opSubmit, opResize, opSubmit, opStats, opWait})
 	f.Add([]byte{0, 1, opSubmit, opSubmit, opTrySubmit, opStats, opWait}) // one worker, queue of 1, full
 	f.Add([]byte{0, 0x81, opSubmit, opSubmit, opSubmit, opSubmit, opStats})
 	f.Add([]byte{3, 2, opSubmit, opSubmit, opSubmit, opSubmit, opSubmit, opSubmit, opSubmitTimeout, opStats})
@@ -381,6 +388,9 @@ func FuzzPoolOperations(f *testing.F) {
 		if in[1]&0x40 != 0 {
 			opts = append(opts, crew.WithNonBlocking())
 			m.policy = crew.Reject
+		}
+		if in[0]&observed != 0 {
+			opts = append(opts, crew.WithLatencyHistograms())
 		}
 		var p fuzzPool
 		if in[1]&0x80 != 0 {
@@ -769,6 +779,10 @@ func FuzzPoolOperations(f *testing.F) {
 						continue
 					}
 					m.accept(rec)
+					// Under a rate limit the function may wait a moment in the queue for a
+					// token: the next one is given once it has started, as the model has it,
+					// or it could find a bounded queue full.
+					settle(step, name)
 				}
 				for range 2 {
 					w := make(chan error, 1)
@@ -952,6 +966,11 @@ func FuzzPoolOperations(f *testing.F) {
 			s.Skipped != m.skipped {
 			t.Fatalf("final Stats %+v (taken out %d), model %+v, ran %d panicked %d, handler saw %d",
 				s, p.removed(), m, ran, panics, handled.Load())
+		}
+		// Observed, every task that ran was timed once: its wait when it started, its run when
+		// it ended, whichever path queued, removed, gave back or reordered it.
+		if in[0]&observed != 0 && (s.WaitTime.Count != ran || s.RunTime.Count != ran) {
+			t.Fatalf("histograms counted %d waits and %d runs of %d tasks that ran", s.WaitTime.Count, s.RunTime.Count, ran)
 		}
 	})
 }
