@@ -9,24 +9,28 @@ import (
 // while a bounded queue is full (unless the engine is NonBlocking) until there is room, the
 // engine stops, or done (which may be nil) is closed.
 func (e *Engine[T]) Submit(arg T, wait bool, done <-chan struct{}) Result {
-	if !e.lockToSubmit() {
+	at, ok := e.lockToSubmit()
+	if !ok {
 		return Stopped
 	}
 	// While tasks are queued and the queue has room, route queues arg and starts nothing:
 	// for a plain engine that is written out, as most submits under load take it (see next).
 	var s launch[T]
-	var ok bool
 	if q := &e.queue.fifo; e.plain() && q.Len() > 0 && (e.cfg.QueueSize == 0 || q.Len() < e.cfg.QueueSize) {
-		e.pushPlain(q, arg)
+		if e.timed {
+			e.stamped(q, arg, at)
+		} else {
+			q.Push(arg)
+		}
 		e.accept()
-	} else if s, ok = e.route(arg, true); !ok {
+	} else if s, ok = e.route(arg, true, at); !ok {
 		if !wait || e.cfg.NonBlocking {
 			e.refuse(Full)
 			e.mu.Unlock()
 			return Full
 		}
 		if e.overflowing() {
-			return e.overflow(arg, done) // unlocks
+			return e.overflow(arg, done, at) // unlocks
 		}
 		return e.block(arg, done) // unlocks
 	}
@@ -43,23 +47,19 @@ func (e *Engine[T]) Submit(arg T, wait bool, done <-chan struct{}) Result {
 	return Accepted
 }
 
-// lockToSubmit takes e.mu for a submit, with the submit time in e.at for the Observer: the clock is
-// read before the lock, to keep it out of the critical section. It reports false, with e.mu
-// released, if the engine is stopped.
-func (e *Engine[T]) lockToSubmit() bool {
-	var at int64
+// lockToSubmit takes e.mu for a submit and returns the submit time for the Observer (0 for
+// an engine that does not observe): the clock is read before the lock, to keep it out of the
+// critical section. It reports false, with e.mu released, if the engine is stopped.
+func (e *Engine[T]) lockToSubmit() (at int64, ok bool) {
 	if e.timed {
 		at = e.clock()
 	}
 	e.lock()
-	if e.timed {
-		e.at = at
-	}
 	if e.stopped {
 		e.mu.Unlock()
-		return false
+		return 0, false
 	}
-	return true
+	return at, true
 }
 
 // Forward accepts arg whatever the queue bound and even after Stop. Sub-pools use it to run
@@ -70,10 +70,7 @@ func (e *Engine[T]) Forward(arg T) {
 		at = e.clock()
 	}
 	e.lock()
-	if e.timed {
-		e.at = at
-	}
-	s, _ := e.route(arg, false)
+	s, _ := e.route(arg, false, at)
 	e.mu.Unlock()
 	e.launch(s)
 }
@@ -155,11 +152,11 @@ func (e *Engine[T]) crowded() bool {
 // is closed: the slot it holds may be the one that would make room.
 func (e *Engine[T]) SubmitOrRun(arg T, done <-chan struct{}) Result {
 	for {
-		if !e.lockToSubmit() {
+		at, ok := e.lockToSubmit()
+		if !ok {
 			return Stopped
 		}
-		at := e.at
-		s, ok := e.route(arg, true)
+		s, ok := e.route(arg, true, at)
 		if ok {
 			e.mu.Unlock()
 			e.launch(s)

@@ -210,8 +210,7 @@ type Counters struct {
 type Engine[T any] struct {
 	// Where the fields sit changes how long a task takes. Every submit and every task's end
 	// takes mu and touches fields after it, so their cache lines move between the cores with
-	// the lock. The settings come first, the clock's (clockSet) among them, read without the
-	// lock by every reading of the clock, padded to whole cache lines (hotLine); mu starts the
+	// the lock. The settings come first, padded to whole cache lines (hotLine); mu starts the
 	// next line and shares it with the queue; the line after holds the counters and limits a
 	// plain submit or task end reads or writes, and the one after that timed, stopped, waking
 	// and the idle and blocked lists. With mu among the counters or alone on its line,
@@ -222,8 +221,7 @@ type Engine[T any] struct {
 	// guards the order; BenchmarkSleepingTasks and BenchmarkSubmit both judge a new field's
 	// place.
 	cfg Config[T]
-	clockSet
-	_ [hotLine]byte
+	_   [hotLine]byte
 
 	mu    sync.Mutex
 	queue levelQueue[T] // the plain FIFO unless leveled: see priority.go
@@ -245,6 +243,10 @@ type Engine[T any] struct {
 	waking  int          // handed a task or started, and not yet begun, or lingering: see route
 	idle    []*worker[T] // parked workers; LIFO, so idle[0] has been idle longest
 	blocked waiterList[T]
+
+	// The clock's settings start the line after the hot ones: read by every reading of the
+	// clock, most of them without the lock, they share no line with what a task writes.
+	clockSet
 
 	held  int  // slots held by running weighted tasks beyond one each: see weight.go
 	alive int  // goroutines not yet ended, dismissed ones included
@@ -268,8 +270,6 @@ type Engine[T any] struct {
 	spares  *spare.Pool[*worker[T]] // shared by the engines of T: see newWorker
 	bubbled bool                    // made inside a testing/synctest bubble: reuses nothing (see inBubble)
 
-	timing // set only with an Observer: see observe.go
-
 	// yielding counts the submitters inside crowded's yield. It is raised under mu, when
 	// crowded has said yes, and lowered without it once the yield returns. Being written
 	// without the lock, it has the last cache line to itself: next to timed, which every
@@ -280,7 +280,7 @@ type Engine[T any] struct {
 
 // hotLine pads Engine's settings to a whole number of cache lines, so that mu starts one.
 // Config's size does not depend on T.
-const hotLine = (64 - (unsafe.Sizeof(Config[struct{}]{})+unsafe.Sizeof(clockSet{}))%64) % 64
+const hotLine = (64 - unsafe.Sizeof(Config[struct{}]{})%64) % 64
 
 // New returns an Engine and starts cfg.MinWorkers workers.
 func New[T any](cfg Config[T]) *Engine[T] {

@@ -4,10 +4,11 @@ package worker
 // it to queue a key's runner: the keyed backlog is bounded by the keyed pool itself, and a
 // runner refused by a full queue would leave its key's accepted tasks without a runner.
 func (e *Engine[T]) Admit(arg T) Result {
-	if !e.lockToSubmit() {
+	at, ok := e.lockToSubmit()
+	if !ok {
 		return Stopped
 	}
-	s, _ := e.route(arg, false)
+	s, _ := e.route(arg, false, at)
 	e.mu.Unlock()
 	e.launch(s)
 	return Accepted

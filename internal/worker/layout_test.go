@@ -6,7 +6,7 @@ import (
 )
 
 // TestEngineFieldsKeepTheirPlaces guards the placement of Engine's fields (see Engine): the
-// settings and the clock's first; mu at the start of the cache line after them, sharing it with the queue;
+// settings first; mu at the start of the cache line after them, sharing it with the queue;
 // on the next line what a plain submit or task end touches; and yielding alone on its line.
 // The Engine is large enough to be allocated in a size class of whole lines, so its lines are
 // the ones the offsets say.
@@ -15,15 +15,14 @@ func TestEngineFieldsKeepTheirPlaces(t *testing.T) {
 	if off := unsafe.Offsetof(e.cfg); off != 0 {
 		t.Errorf("cfg at byte %d, want 0", off)
 	}
-	// The clock's settings, read by every reading of the clock, most of them without the
-	// lock, sit with the settings, on no line written under the lock.
-	if off := unsafe.Offsetof(e.clockSet); off != unsafe.Sizeof(e.cfg) {
-		t.Errorf("clockSet at byte %d, want %d, right after cfg", off, unsafe.Sizeof(e.cfg))
-	}
-	settings := unsafe.Sizeof(e.cfg) + unsafe.Sizeof(e.clockSet)
 	mu := unsafe.Offsetof(e.mu)
-	if mu%64 != 0 || mu < settings || mu >= settings+64 {
-		t.Errorf("mu at byte %d, want the first cache line after the %d bytes of cfg and clockSet", mu, settings)
+	if mu%64 != 0 || mu < unsafe.Sizeof(e.cfg) || mu >= unsafe.Sizeof(e.cfg)+64 {
+		t.Errorf("mu at byte %d, want the first cache line after the %d bytes of cfg", mu, unsafe.Sizeof(e.cfg))
+	}
+	// The clock's settings, read by every reading of the clock, most of them without the
+	// lock, start the line after the three that every submit and task's end write.
+	if off := unsafe.Offsetof(e.clockSet); off != mu+192 {
+		t.Errorf("clockSet at byte %d, want %d, the third line after mu's", off, mu+192)
 	}
 	if end := unsafe.Offsetof(e.queue) + unsafe.Sizeof(e.queue); end > mu+64 {
 		t.Errorf("queue ends at byte %d, beyond mu's cache line (%d to %d)", end, mu, mu+64)
@@ -42,8 +41,8 @@ func TestEngineFieldsKeepTheirPlaces(t *testing.T) {
 	// yielding, written without the lock, shares its cache line with no other field.
 	y := unsafe.Offsetof(e.yielding)
 	line := y &^ 63
-	if before := unsafe.Offsetof(e.timing) + unsafe.Sizeof(e.timing); before > line || unsafe.Sizeof(e) > line+64 {
-		t.Errorf("yielding at byte %d shares its cache line (%d to %d) with timing (ending at %d) or a later field (Engine is %d bytes)",
+	if before := unsafe.Offsetof(e.bubbled) + unsafe.Sizeof(e.bubbled); before > line || unsafe.Sizeof(e) > line+64 {
+		t.Errorf("yielding at byte %d shares its cache line (%d to %d) with bubbled (ending at %d) or a later field (Engine is %d bytes)",
 			y, line, line+64, before, unsafe.Sizeof(e))
 	}
 	// Size classes above 512 bytes are whole multiples of 64, so the Engine starts a line.

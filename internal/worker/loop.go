@@ -216,21 +216,24 @@ func (e *Engine[T]) next(w *worker[T], o Outcome) (T, bool) {
 		e.workers <= e.max && e.running <= e.max {
 		e.completed++
 		e.pending--
-		arg := e.popPlain(w)
+		var arg T
+		if e.timed {
+			arg = e.unstamped(w)
+		} else {
+			arg, _ = e.queue.fifo.Pop()
+		}
 		e.mu.Unlock()
 		return arg, true
 	}
 	e.finish(o)
-	if arg, ok := e.take(); ok {
-		e.taken(w)
+	if arg, ok := e.take(w); ok {
 		e.mu.Unlock()
 		return arg, true
 	}
 	leave := e.leaving(w)
 	if !leave {
 		e.linger()
-		if arg, ok := e.take(); ok {
-			e.taken(w)
+		if arg, ok := e.take(w); ok {
 			s := e.passOn()
 			e.mu.Unlock()
 			e.launch(s)
@@ -257,21 +260,22 @@ func (e *Engine[T]) next(w *worker[T], o Outcome) (T, bool) {
 // Every worker takes the lock here once per task, and the submitter waits for it: so the
 // plain case, with no gate, weight or level in use, is written out. There, mayStart is the
 // limit alone, and the oldest task is the one Pop returns, so no Peek is needed.
-func (e *Engine[T]) take() (T, bool) {
+func (e *Engine[T]) take(w *worker[T]) (T, bool) {
 	if e.sched|e.gated != 0 || e.queue.lv != nil { // plain but for the clock, which dequeue serves
-		return e.takeGuarded()
+		return e.takeGuarded(w)
 	}
 	if e.workers > e.max || e.running >= e.max || e.queue.fifo.Len() == 0 {
 		var zero T
 		return zero, false
 	}
-	arg, _ := e.dequeue()
+	arg, at, _ := e.dequeue()
+	e.taken(w, at)
 	e.slot()
 	return arg, true
 }
 
 // takeGuarded is take while something besides the limit may hold the oldest task back.
-func (e *Engine[T]) takeGuarded() (T, bool) {
+func (e *Engine[T]) takeGuarded(w *worker[T]) (T, bool) {
 	var zero T
 	if e.workers > e.max {
 		return zero, false
@@ -296,7 +300,8 @@ func (e *Engine[T]) takeGuarded() (T, bool) {
 		e.cutIn = true
 		return zero, false
 	}
-	e.dequeue()
+	_, at, _ := e.dequeue()
+	e.taken(w, at)
 	e.slot()
 	e.hold(arg)
 	return arg, true
@@ -304,7 +309,7 @@ func (e *Engine[T]) takeGuarded() (T, bool) {
 
 // plain reports whether the engine uses no feature that changes how a task is queued or
 // started: no gate, weight or level. An observer does not: the plain paths keep the submit
-// times beside the tasks themselves (pushPlain, popPlain). Callers hold e.mu.
+// times beside the tasks themselves (stamped, unstamped). Callers hold e.mu.
 func (e *Engine[T]) plain() bool {
 	return e.sched|e.gated == 0 && e.queue.lv == nil
 }

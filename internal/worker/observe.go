@@ -13,16 +13,18 @@ import (
 // with no lock held.
 //
 // The submit time of each queued task is kept beside it in the queue, as its stamp (the
-// queue package's PushAt and PopAt; the plain paths of Submit and next: pushPlain and
-// popPlain), so the task values stay as they are and a typed pool still allocates nothing
-// per task. In a queue of their own, the times cost the holder of e.mu two more cache lines
-// per task, which moved between the cores with the lock (measurements.md, "Observing"). A
-// task handed straight to a worker was submitted at the handing (route). Whoever takes a
-// task from the queue leaves its stamp in handing, under the lock, and the start hands it to
-// the worker that runs the task: in w.since for a parked or new worker (handOut, launch),
-// through Config.Start for a sub-pool's worker, and through taken for a worker that takes its
-// next task itself. Without an Observer, none of this happens: timed is false, the queue
-// keeps no stamps, and the worker loop is the plain one. An observed engine takes the same
+// queue package's PushAt and PopAt; the plain paths of Submit and next: stamped and
+// unstamped), so the task values stay as they are and a typed pool still allocates nothing
+// per task. The times travel as arguments, never through a field of the engine: a submit
+// reads the clock before taking the lock (lockToSubmit) and hands the time to route, which
+// queues it with the task or hands it out with it; whoever takes a task from the queue gets
+// its stamp from dequeue, and the start hands it to the worker that runs the task: in
+// w.since for a parked or new worker (handOut, launch), through Config.Start for a sub-pool's
+// worker, and through taken for a worker that takes its next task itself. In a queue of their
+// own, or in fields of the engine, the times cost the holder of e.mu more cache lines per
+// task, which moved between the cores with the lock (measurements.md, "Observing"). Without
+// an Observer, none of this happens: timed is false, the queue keeps no stamps, and the
+// worker loop is the plain one. An observed engine takes the same
 // plain paths through Submit and next as one without; TestQueuedTasksWaitTheirOwnTime guards
 // the stamps there.
 
@@ -39,14 +41,6 @@ type Observer[T any] interface {
 	// Discarded is called for a task removed from the queue unrun by an overflow policy,
 	// with the time it waited.
 	Discarded(arg T, wait time.Duration)
-}
-
-// timing is the engine's part of observing that changes, guarded by e.mu. Moved onto the
-// lines a submit and a task's end write anyway (the counters', by narrowing waking, sched and
-// gated), the two took longer (measurements.md, "Observing").
-type timing struct {
-	at      int64 // the submit time of the task route places: read by Submit and Forward
-	handing int64 // the submit time of the task being started: see the comment above
 }
 
 // clockSet is the engine's clock, set by New and only read after: it sits with the settings,
@@ -90,14 +84,14 @@ func (e *Engine[T]) subWorker(since int64) *worker[T] {
 }
 
 // timedSpawn returns, when the engine observes tasks, the worker a spawn starts, carrying
-// the submit time of its first task (e.handing); nil otherwise, and launch makes the worker.
+// the submit time of its first task (since); nil otherwise, and launch makes the worker.
 // A sub-pool's spawn hands the time to Config.Start instead (forward). Callers hold e.mu.
-func (e *Engine[T]) timedSpawn() *worker[T] {
+func (e *Engine[T]) timedSpawn(since int64) *worker[T] {
 	if !e.timed {
 		return nil
 	}
 	w := e.newWorker()
-	w.since = e.handing
+	w.since = since
 	return w
 }
 
@@ -109,25 +103,19 @@ func (e *Engine[T]) clock() int64 {
 	return int64(e.cfg.Now().Sub(e.epoch))
 }
 
-// pushPlain queues arg in q, the plain queue, with its submit time (e.at) beside it when
-// the engine observes. Callers hold e.mu.
-func (e *Engine[T]) pushPlain(q *queue.Queue[T], arg T) {
-	if e.timed {
-		q.PushAt(arg, e.at)
-		return
-	}
-	q.Push(arg)
+// stamped queues arg in q, the plain queue, with its submit time at beside it, for an engine
+// that observes. The plain paths call it only then, and Push otherwise: with both calls in
+// one function, it was not inlined, and the paths of every submit and every task took
+// longer. Callers hold e.mu.
+func (e *Engine[T]) stamped(q *queue.Queue[T], arg T, at int64) {
+	q.PushAt(arg, at)
 }
 
-// popPlain takes the oldest task from the plain queue, and hands its submit time to w, the
-// worker that runs it, when the engine observes. Callers hold e.mu.
-func (e *Engine[T]) popPlain(w *worker[T]) T {
-	if e.timed {
-		arg, at, _ := e.queue.fifo.PopAt()
-		w.since = at
-		return arg
-	}
-	arg, _ := e.queue.fifo.Pop()
+// unstamped takes the oldest task from the plain queue and hands its submit time to w, the
+// worker that runs it, for an engine that observes (see stamped). Callers hold e.mu.
+func (e *Engine[T]) unstamped(w *worker[T]) T {
+	arg, at, _ := e.queue.fifo.PopAt()
+	w.since = at
 	return arg
 }
 
@@ -140,11 +128,11 @@ func (e *Engine[T]) stampNow() int64 {
 	return 0
 }
 
-// taken hands the submit time of a task a worker took from the queue to the worker.
+// taken hands at, the submit time of a task a worker took from the queue, to the worker.
 // Callers hold e.mu.
-func (e *Engine[T]) taken(w *worker[T]) {
+func (e *Engine[T]) taken(w *worker[T], at int64) {
 	if e.timed {
-		w.since = e.handing
+		w.since = at
 	}
 }
 
@@ -185,7 +173,7 @@ func (e *Engine[T]) finished(w *worker[T], panicked bool) {
 }
 
 // discarded tells the Observer that a task was removed from the queue unrun, by an overflow
-// policy that drops it. since is its submit time: the stamp dequeue left in e.handing when it
+// policy that drops it. since is its submit time: the stamp dequeue returned when it
 // removed the task. Callers hold no lock.
 func (e *Engine[T]) discarded(arg T, since int64) {
 	if e.timed {

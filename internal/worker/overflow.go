@@ -25,8 +25,7 @@ func (e *Engine[T]) overflowing() bool {
 // overflow handles a blocking submit that found the bounded queue full, with a policy or a
 // bound on waiting set. It is entered with e.mu held and releases it. Nothing here is on the
 // path of a submit that finds room.
-func (e *Engine[T]) overflow(arg T, done <-chan struct{}) Result {
-	since := e.at // the submit time, for a task the caller runs (Submit set it under e.mu)
+func (e *Engine[T]) overflow(arg T, done <-chan struct{}, since int64) Result {
 	switch e.cfg.Overflow {
 	case Reject:
 		e.refuse(Full)

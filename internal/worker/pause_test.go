@@ -34,7 +34,7 @@ func TestRestingWorkerStartsWhatAResumeLeft(t *testing.T) {
 func handOutPaused(t *testing.T, e *Engine[int], arg int) *worker[int] {
 	t.Helper()
 	e.lock()
-	s, ok := e.route(arg, true)
+	s, ok := e.route(arg, true, 0)
 	e.mu.Unlock()
 	if !ok || !s.spawn {
 		t.Fatalf("route = %+v, %v; want a spawn", s, ok)

@@ -65,14 +65,11 @@ func (e *Engine[T]) mayStartGuarded(arg T) bool {
 // TestIdleWorkersPickUpBursts; without the relay after lingering,
 // TestLingeringWorkerTakesTasksQueuedMeanwhile. TestGateLiftsWhenBoundedQueueIsFull guards
 // the lifting. BenchmarkSubmit/workers=1024 measures the gate.
-func (e *Engine[T]) route(arg T, bounded bool) (s launch[T], ok bool) {
+func (e *Engine[T]) route(arg T, bounded bool, at int64) (s launch[T], ok bool) {
 	full := bounded && e.cfg.QueueSize > 0 && e.queue.Len() >= e.cfg.QueueSize
 	if e.queue.Len() == 0 {
 		if e.waking == 0 && e.mayStart(arg) {
-			if e.timed {
-				e.handing = e.at
-			}
-			if s, ok = e.handOut(arg); ok {
+			if s, ok = e.handOut(arg, at); ok {
 				e.accept()
 				return s, true
 			}
@@ -88,9 +85,14 @@ func (e *Engine[T]) route(arg T, bounded bool) (s launch[T], ok bool) {
 		}
 	}
 	if e.queue.lv == nil {
-		e.pushPlain(&e.queue.fifo, arg) // the plain queue without levelQueue's call: see priority.go
+		// The plain queue without levelQueue's call: see priority.go.
+		if e.timed {
+			e.stamped(&e.queue.fifo, arg, at)
+		} else {
+			e.queue.fifo.Push(arg)
+		}
 	} else {
-		e.queue.PushAt(arg, e.at)
+		e.queue.PushAt(arg, at)
 	}
 	e.accept()
 	return s, true
@@ -100,11 +102,11 @@ func (e *Engine[T]) route(arg T, bounded bool) (s launch[T], ok bool) {
 // counts it as running. It reports false, changing nothing, when every worker the limit
 // allows is alive and none is parked: one of them takes the task from the queue once it is
 // done with its own. Callers hold e.mu.
-func (e *Engine[T]) handOut(arg T) (launch[T], bool) {
+func (e *Engine[T]) handOut(arg T, since int64) (launch[T], bool) {
 	if w := e.popIdle(); w != nil {
 		w.arg = arg
 		if e.timed {
-			w.since = e.handing
+			w.since = since
 		}
 		e.waking++
 		e.slot()
@@ -118,9 +120,9 @@ func (e *Engine[T]) handOut(arg T) (launch[T], bool) {
 		e.slot()
 		e.hold(arg)
 		if e.cfg.Start != nil {
-			return e.forward(arg), true
+			return e.forward(arg, since), true
 		}
-		return launch[T]{spawn: true, arg: arg, w: e.timedSpawn()}, true
+		return launch[T]{spawn: true, arg: arg, w: e.timedSpawn(since)}, true
 	}
 	return launch[T]{}, false
 }
@@ -132,11 +134,7 @@ func (e *Engine[T]) handOut(arg T) (launch[T], bool) {
 // parent took a lower level's worker while a higher level's decided one had not yet arrived
 // (TestStressPriorityAcrossPauseAndResume). Locks go child, then parent, as in Admits and
 // Turn, and the parent's Forward never waits. Callers hold e.mu.
-func (e *Engine[T]) forward(arg T) launch[T] {
-	var since int64
-	if e.timed {
-		since = e.handing
-	}
+func (e *Engine[T]) forward(arg T, since int64) launch[T] {
 	ahead := e.cutIn
 	e.cutIn = false
 	e.cfg.Start(arg, since, ahead)
@@ -150,12 +148,9 @@ func (e *Engine[T]) startNext() launch[T] {
 	if !ok || !e.mayStart(arg) {
 		return launch[T]{}
 	}
-	if e.timed {
-		e.handing = at
-	}
-	s, ok := e.handOut(arg)
+	s, ok := e.handOut(arg, at)
 	if ok {
-		e.dequeue()
+		e.dequeue() // the task just handed out, and its submit time, handed with it
 	}
 	return s
 }

@@ -73,7 +73,7 @@ func (e *Engine[T]) Remove() []T {
 func (e *Engine[T]) removeAll() []T {
 	var out []T
 	for {
-		arg, ok := e.dequeue()
+		arg, _, ok := e.dequeue()
 		if !ok {
 			break
 		}

@@ -95,10 +95,10 @@ func putWaiter[T any](w *waiter[T], bubbled bool) {
 	}
 }
 
-// dequeue pops the next task and, if a submitter is blocked on the full queue, moves its task
-// into the room just made. Callers hold e.mu.
-func (e *Engine[T]) dequeue() (arg T, ok bool) {
-	var at int64
+// dequeue pops the next task, with its submit time for an engine that observes, and, if a
+// submitter is blocked on the full queue, moves its task into the room just made. Callers
+// hold e.mu.
+func (e *Engine[T]) dequeue() (arg T, at int64, ok bool) {
 	switch {
 	case e.queue.lv != nil:
 		arg, at, ok = e.queue.PopAt()
@@ -108,16 +108,13 @@ func (e *Engine[T]) dequeue() (arg T, ok bool) {
 		arg, ok = e.queue.fifo.Pop() // the plain queue without levelQueue's call: see priority.go
 	}
 	if ok {
-		if e.timed {
-			e.handing = at
-		}
 		if b := e.blocked.pop(); b != nil {
 			e.queue.PushAt(b.arg, e.stampNow())
 			e.accept()
 			b.decide(Accepted)
 		}
 	}
-	return arg, ok
+	return arg, at, ok
 }
 
 // block parks the calling submitter until its task is accepted, the engine stops or done is
