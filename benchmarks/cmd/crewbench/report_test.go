@@ -320,3 +320,13 @@ func TestQuickChartOnlyForAQuickRun(t *testing.T) {
 		}
 	}
 }
+
+// TestMetricKeepsDecimalsBelowAHundred: a suite's own metric keeps three significant digits
+// below 100 (a mean run time of 2.8 ms), and reads as counts do above.
+func TestMetricKeepsDecimalsBelowAHundred(t *testing.T) {
+	for v, want := range map[float64]string{2.797: "2.8", 7: "7", 57.51: "57.5", 0.0854: "0.0854", 1234: "1234", 25000: "25k"} {
+		if got := fmtMetric(v); got != want {
+			t.Errorf("fmtMetric(%v) = %q, want %q", v, got, want)
+		}
+	}
+}

@@ -193,13 +193,19 @@ func plan(o options) []job {
 		if filter == "" {
 			continue
 		}
+		loads := []quickLoad{{filter, benchtime}}
+		if !o.full && o.scenarios == "" && len(s.quickLoads) > 0 {
+			loads = s.quickLoads
+		}
 		for _, c := range o.contendersOf(s) {
-			jobs = append(jobs, job{
-				suite:     s,
-				contender: c,
-				filter:    "^" + s.bench + "$/" + filter + "/^pool=" + regexp.QuoteMeta(c) + "$",
-				benchtime: benchtime,
-			})
+			for _, l := range loads {
+				jobs = append(jobs, job{
+					suite:     s,
+					contender: c,
+					filter:    "^" + s.bench + "$/" + l.filter + "/^pool=" + regexp.QuoteMeta(c) + "$",
+					benchtime: l.benchtime,
+				})
+			}
 		}
 	}
 	return jobs

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -79,6 +80,32 @@ printf 'BenchmarkTaskQ/workers=NumCPU/task=json/pool=%s-2 \t1\t100 ns/op\t0 B/op
 	for _, f := range []string{"taskq.svg", "taskq.md", "results.md", "quick.svg"} {
 		if _, err := os.Stat(filepath.Join(o.out, f)); err != nil {
 			t.Error(err)
+		}
+	}
+}
+
+// TestQuickRunGivesEachAdaptiveLoadItsOwnCount: the adaptive suite's quick run runs its
+// ten-second service phases once and its AES tasks twenty thousand times, one job per load
+// and contender, and -full runs both loads in one job at the full benchtime.
+func TestQuickRunGivesEachAdaptiveLoadItsOwnCount(t *testing.T) {
+	o := suiteOptions(t, "adaptive")
+	got := map[string]string{}
+	for _, j := range plan(o) {
+		if j.contender == "crew" {
+			got[j.filter] = j.benchtime
+		}
+	}
+	want := map[string]string{
+		"^BenchmarkAdaptive$/^load=service$/./^pool=crew$": "1x",
+		"^BenchmarkAdaptive$/^load=cpu$/./^pool=crew$":     "20000x",
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("quick jobs of crew: %v, want %v", got, want)
+	}
+	o.full = true
+	for _, j := range plan(o) {
+		if j.contender == "crew" && (j.filter != "^BenchmarkAdaptive$/././^pool=crew$" || j.benchtime != "1s") {
+			t.Errorf("-full job of crew: %s at %s, want every load at 1s", j.filter, j.benchtime)
 		}
 	}
 }

@@ -33,10 +33,19 @@ type suite struct {
 	// every suite a fixed count (1x, 50000x), so its length does not depend on go test's
 	// search for b.N.
 	quickTime, fullTime string
+	// quickLoads, when set, splits the quick run into one job per load, each with its own
+	// -test.benchtime in place of quickTime: a suite whose loads differ by orders of magnitude
+	// in length (the adaptive limit's ten-second service phases and its AES tasks of
+	// microseconds, of which one is no measurement) needs a count per load.
+	quickLoads []quickLoad
 	// quickJob is roughly how long one contender's process takes in the quick run on a quiet
 	// 2-core machine: the progress line's first guess, before the run has timed that suite.
 	quickJob time.Duration
 }
+
+// quickLoad is one load of a suite's quick run with its own -test.benchtime: see
+// suite.quickLoads.
+type quickLoad struct{ filter, benchtime string }
 
 // suites are the suites in the order they are reported.
 var suites = []suite{
@@ -102,7 +111,8 @@ var suites = []suite{
 		contenders: adaptiveContenders,
 		metric:     "c16-run-ms",
 		quick:      "./.", quickTime: "1x", fullTime: "1s",
-		onlyNamed: true, // five contenders of two ten-second phases a pass
+		quickLoads: []quickLoad{{"^load=service$/.", "1x"}, {"^load=cpu$/.", "20000x"}},
+		onlyNamed:  true, // five contenders of two ten-second phases a pass
 	},
 	sweepSuite,
 }
