@@ -276,6 +276,13 @@ type Engine[T any] struct {
 	// submit and every task's end read, it cost time with 200 submitters (measurements.md).
 	_        [64]byte
 	yielding atomic.Int32
+	// The Engine's size is a multiple of 128 bytes, so that its size class is too and every
+	// Engine starts a pair of cache lines: mu's line and the counters' line after it then
+	// form one pair, which processors fetch together. At 704 bytes (a class that is a
+	// multiple of 64 only), every other Engine started in the middle of a pair, and the plain
+	// paths of submits and tasks took 6% to 9% longer, even on one processor
+	// (measurements.md, "Observing"). TestEngineFieldsKeepTheirPlaces keeps the size.
+	_ [60]byte
 }
 
 // hotLine pads Engine's settings to a whole number of cache lines, so that mu starts one.
