@@ -73,7 +73,8 @@ type subFuzzTask struct {
 func FuzzSubPoolOperations(f *testing.F) {
 	// The first byte chooses the parent: limit 1+b%4, queue size b/4%4 (0: unbounded),
 	// 0x10 non-blocking, 0x20 the end is Stop (then StopAndWait) rather than StopAndWait,
-	// 0x40 the parent has a WithContext context.
+	// 0x40 the parent has a WithContext context, 0x80 every pool has WithLatencyHistograms and
+	// each sub-pool a priority of its own (the first sub-pool made 1, the next 2, ...).
 	// The second chooses the sub-pools: b%3 of them, limits 1+b/3%6 and 1+b/18%6. Each
 	// later byte is an operation (b%subFuzzOps) on a pool (arg%3: parent, sub-pool 1, 2),
 	// where arg is b/subFuzzOps; arg/3 holds the task at the gate (odd) or is the new
@@ -130,6 +131,12 @@ func FuzzSubPoolOperations(f *testing.F) {
 		op(opSubmit, 0, 0), op(opGroup, 2, 1), op(opSubStopNow, 0, 0), op(opSubStopNow, 0, 0), op(opWait, 0, 0)})
 	f.Add([]byte{0x20, 1 + 3*2, op(opSubmit, 1, 1), op(opSubmit, 1, 1), op(opSubmit, 1, 0), op(opStop, 0, 0),
 		op(opSubStopNow, 1, 0), op(opStats, 1, 0)})
+	// Observed, with a priority per sub-pool: waits and runs timed through levels, pauses,
+	// StopNow and shrinking.
+	f.Add([]byte{0x80 | 1, 2 + 3*2 + 18*2, op(opSubmit, 0, 1), op(opSubmit, 1, 1), op(opSubmit, 2, 1), op(opSubmit, 0, 0),
+		op(opSubmit, 1, 0), op(opSubmit, 2, 0), op(opStats, 0, 0), op(opWait, 0, 0), op(opStats, 1, 0)})
+	f.Add([]byte{0x80, 2 + 3*1 + 18*1, op(opSubmit, 1, 1), op(opSubPause, 0, 0), op(opSubmit, 2, 1), op(opSubmit, 1, 0),
+		op(opSubmit, 0, 0), op(opSubStopNow, 2, 0), op(opSubResume, 0, 0), op(opResize, 0, 0), op(opWait, 0, 0)})
 	// Rate limits on the parent and a sub-pool.
 	f.Add([]byte{3, 2 + 3*2 + 18*3, op(opSubRate, 0, 2), op(opSubRate, 1, 1), op(opSubmit, 1, 0), op(opSubmit, 1, 0),
 		op(opSubmit, 2, 0), op(opSubmit, 0, 0), op(opStats, 0, 0), op(opSubRate, 0, 0), op(opWait, 0, 0)})
@@ -143,6 +150,7 @@ func FuzzSubPoolOperations(f *testing.F) {
 		base := runtime.NumGoroutine()
 		limit, queueSize := 1+int(in[0]%4), int(in[0]/4%4)
 		nonBlocking, endWithStop, withContext := in[0]&0x10 != 0, in[0]&0x20 != 0, in[0]&0x40 != 0
+		observed := in[0]&0x80 != 0
 		var handled atomic.Uint64
 		opts := []crew.Option{
 			crew.WithIdleTimeout(0),
@@ -157,6 +165,9 @@ func FuzzSubPoolOperations(f *testing.F) {
 		if withContext {
 			opts = append(opts, crew.WithContext(ctx))
 		}
+		if observed {
+			opts = append(opts, crew.WithLatencyHistograms())
+		}
 		parent := &subFuzzPool{p: crew.New(limit, opts...), gauge: &limitGauge{}, limit: limit}
 		parent.gauge.limit.Store(int64(limit))
 		pools := []*subFuzzPool{parent}
@@ -167,7 +178,11 @@ func FuzzSubPoolOperations(f *testing.F) {
 		}
 		watch(parent)
 		newSub := func(n int) {
-			fp := &subFuzzPool{p: parent.p.Sub(n), gauge: &limitGauge{}, limit: n, stopped: parent.stopped}
+			var subOpts []crew.Option
+			if observed {
+				subOpts = append(subOpts, crew.WithLatencyHistograms(), crew.WithPriority(len(pools)))
+			}
+			fp := &subFuzzPool{p: parent.p.Sub(n, subOpts...), gauge: &limitGauge{}, limit: n, stopped: parent.stopped}
 			fp.gauge.limit.Store(int64(n))
 			pools = append(pools, fp)
 			watch(fp)
@@ -667,6 +682,12 @@ func FuzzSubPoolOperations(f *testing.F) {
 			}
 			if s.Accepted < fp.accepted || i > 0 && s.Accepted != fp.accepted {
 				t.Fatalf("pool %d: Accepted %d, its submits accepted %d", i, s.Accepted, fp.accepted)
+			}
+			// Observed, a sub-pool timed each of its tasks that ran once, whichever levels,
+			// pauses and removals it went through (the parent's own count leaves its
+			// sub-pools' workers out, so it is not checked here).
+			if ran := s.Completed + s.Panicked; observed && i > 0 && (s.WaitTime.Count != ran || s.RunTime.Count != ran) {
+				t.Fatalf("pool %d: histograms counted %d waits and %d runs of %d tasks that ran", i, s.WaitTime.Count, s.RunTime.Count, ran)
 			}
 			panicked += s.Panicked
 		}
