@@ -74,3 +74,40 @@ func TestTaskLifeInABubble(t *testing.T) {
 		}
 	})
 }
+
+// TestSubmitFromATaskIntoAFullPausedQueueRunsAtResume: a function of the pool that submits
+// into the pool's full bounded queue while the pool is paused waits, and runs the task in its
+// own slot at the moment of Resume (its slot is the one that would make room), not at the next
+// poll of the pause: the bubble's clock has not moved when the task runs.
+func TestSubmitFromATaskIntoAFullPausedQueueRunsAtResume(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		p := crew.New(1, crew.WithQueueSize(1))
+		defer p.StopAndWait()
+		paused, resumedAt, ranAt := make(chan struct{}), make(chan time.Time, 1), make(chan time.Time, 1)
+		f := crew.GoContext(context.Background(), p, func(ctx context.Context) (int, error) {
+			if err := p.Submit(func() {}); err != nil { // fills the queue of 1
+				return 0, err
+			}
+			p.Pause()
+			close(paused)
+			return 0, p.SubmitContext(ctx, func() { ranAt <- time.Now() })
+		})
+		<-paused
+		synctest.Wait() // the submit waits for room
+		select {
+		case at := <-ranAt:
+			t.Fatalf("the task ran at %v while the pool was paused", at)
+		default:
+		}
+		time.Sleep(time.Microsecond) // the clock moves only when everything waits: off the poll's beat
+		resumedAt <- time.Now()
+		p.Resume()
+		if _, err := f.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		if at, want := <-ranAt, <-resumedAt; !at.Equal(want) {
+			t.Fatalf("the task ran %v after Resume, want at once", at.Sub(want))
+		}
+	})
+}

@@ -148,8 +148,8 @@ func (e *Engine[T]) crowded() bool {
 // submitter runs arg itself, as CallerRuns does, in the slot it holds, and it counts as
 // caller-run. Under an overflow policy other than Block a full queue does not block: it is
 // Submit. While the engine or an ancestor is paused, or a rate limit has no token for it
-// (Lends), no task may start, so it waits for room, looking again every PausePoll, until done
-// is closed: the slot it holds may be the one that would make room.
+// (Lends), no task may start, so it waits for room, looking again every PausePoll and at the
+// engine's Resume, until done is closed: the slot it holds may be the one that would make room.
 func (e *Engine[T]) SubmitOrRun(arg T, done <-chan struct{}) Result {
 	for {
 		at, ok := e.lockToSubmit()
@@ -172,7 +172,7 @@ func (e *Engine[T]) SubmitOrRun(arg T, done <-chan struct{}) Result {
 			return Accepted
 		}
 		t := time.NewTimer(PausePoll)
-		r := e.blockHere(arg, done, t.C) // unlocks
+		r := e.blockHere(arg, done, t.C, e.resumedLocked()) // unlocks
 		t.Stop()
 		if r != lookAgain {
 			return r
@@ -185,8 +185,8 @@ func (e *Engine[T]) SubmitOrRun(arg T, done <-chan struct{}) Result {
 // a rate limit's next token tells no one, and a Resume only those who asked (Resumed).
 const PausePoll = 2 * time.Millisecond
 
-// blockHere is blockUntil for SubmitOrRun: expire makes it look again (lookAgain), counted
-// nowhere. It is entered with e.mu held and releases it.
-func (e *Engine[T]) blockHere(arg T, done <-chan struct{}, expire <-chan time.Time) Result {
-	return e.blockWaiter(arg, done, expire, true)
+// blockHere is blockUntil for SubmitOrRun: expire, or resumed closing, makes it look again
+// (lookAgain), counted nowhere. It is entered with e.mu held and releases it.
+func (e *Engine[T]) blockHere(arg T, done <-chan struct{}, expire <-chan time.Time, resumed <-chan struct{}) Result {
+	return e.blockWaiter(arg, done, expire, resumed, true)
 }

@@ -113,6 +113,11 @@ func (e *Engine[T]) Resume() {
 func (e *Engine[T]) Resumed() <-chan struct{} {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	return e.resumedLocked()
+}
+
+// resumedLocked is Resumed for a caller that holds e.mu.
+func (e *Engine[T]) resumedLocked() <-chan struct{} {
 	if !e.paused.Load() {
 		return nil
 	}

@@ -117,6 +117,18 @@ func (e *Engine[T]) dequeue() (arg T, at int64, ok bool) {
 	return arg, at, ok
 }
 
+// expire takes w, whose wait ran out, off the blocked list, unless a worker or Stop decided
+// for it first; then their word stands.
+func (e *Engine[T]) expire(w *waiter[T]) Result {
+	e.mu.Lock()
+	r, gaveUp := e.expired(w)
+	e.mu.Unlock()
+	if !gaveUp {
+		r = <-w.result
+	}
+	return r
+}
+
 // block parks the calling submitter until its task is accepted, the engine stops or done is
 // closed. It is entered with e.mu held and releases it.
 func (e *Engine[T]) block(arg T, done <-chan struct{}) Result {
@@ -125,11 +137,11 @@ func (e *Engine[T]) block(arg T, done <-chan struct{}) Result {
 
 // blockUntil is block that also gives up when expire (nil: never) fires; see expired.
 func (e *Engine[T]) blockUntil(arg T, done <-chan struct{}, expire <-chan time.Time) Result {
-	return e.blockWaiter(arg, done, expire, false)
+	return e.blockWaiter(arg, done, expire, nil, false)
 }
 
 // blockWaiter is blockUntil, for SubmitOrRun with here set (see blockHere).
-func (e *Engine[T]) blockWaiter(arg T, done <-chan struct{}, expire <-chan time.Time, here bool) Result {
+func (e *Engine[T]) blockWaiter(arg T, done <-chan struct{}, expire <-chan time.Time, resumed <-chan struct{}, here bool) Result {
 	w := getWaiter[T](e.bubbled)
 	w.arg, w.here = arg, here
 	e.blocked.push(w)
@@ -153,13 +165,9 @@ func (e *Engine[T]) blockWaiter(arg T, done <-chan struct{}, expire <-chan time.
 			r = <-w.result
 		}
 	case <-expire:
-		e.mu.Lock()
-		var gaveUp bool
-		r, gaveUp = e.expired(w)
-		e.mu.Unlock()
-		if !gaveUp {
-			r = <-w.result
-		}
+		r = e.expire(w)
+	case <-resumed:
+		r = e.expire(w)
 	}
 	putWaiter(w, e.bubbled)
 	return r
