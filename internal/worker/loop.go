@@ -254,8 +254,9 @@ func (e *Engine[T]) next(w *worker[T], o Outcome) (T, bool) {
 	return e.wait(w)
 }
 
-// take gives a worker that has finished a task the oldest queued one, if it may start,
-// unless more workers are alive than the limit allows. Callers hold e.mu.
+// take gives w, a worker that has finished a task, the oldest queued one, if it may start,
+// unless more workers are alive than the limit allows; w gets its submit time (taken).
+// Callers hold e.mu.
 //
 // Every worker takes the lock here once per task, and the submitter waits for it: so the
 // plain case, with no gate, weight or level in use, is written out. There, mayStart is the
