@@ -43,9 +43,10 @@ type Observer[T any] interface {
 	Discarded(arg T, wait time.Duration)
 }
 
-// clockSet is the engine's clock, set by New and only read after: it sits with the settings,
-// away from the lines written under the lock, since every reading of the clock reads it and
-// most are taken without the lock (measurements.md, "Observing").
+// clockSet is the engine's clock, set by New and only read after. Every reading of the clock
+// reads it, most of them without the lock, so it sits away from the lines that every task
+// writes under the lock, on the line after them, which the engine writes only as workers
+// start and exit (measurements.md, "Observing").
 type clockSet struct {
 	epoch time.Time // clock readings are durations since it, so the monotonic clock is used
 	// realClock is set when Config.Now is time.Now: clock then calls time.Since, which reads
