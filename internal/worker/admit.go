@@ -26,7 +26,7 @@ func (e *Engine[T]) Submit(arg T, wait bool, done <-chan struct{}) Result {
 	var ok bool
 	if q := &e.queue.fifo; e.plain() && q.Len() > 0 && (e.cfg.QueueSize == 0 || q.Len() < e.cfg.QueueSize) {
 		if e.timed {
-			e.stamped(q, arg, at)
+			q.PushAt(arg, at)
 		} else {
 			q.Push(arg)
 		}

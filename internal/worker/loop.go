@@ -310,7 +310,7 @@ func (e *Engine[T]) takeGuarded(w *worker[T]) (T, bool) {
 
 // plain reports whether the engine uses no feature that changes how a task is queued or
 // started: no gate, weight or level. An observer does not: the plain paths keep the submit
-// times beside the tasks themselves (stamped, unstamped). Callers hold e.mu.
+// times beside the tasks themselves (PushAt, unstamped). Callers hold e.mu.
 func (e *Engine[T]) plain() bool {
 	return e.sched|e.gated == 0 && e.queue.lv == nil
 }

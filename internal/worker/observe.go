@@ -4,8 +4,6 @@ import (
 	"context"
 	"runtime/pprof"
 	"time"
-
-	"github.com/crewgo/crew/internal/queue"
 )
 
 // Observing tasks: with Config.Observer set, the engine measures how long each task waited
@@ -13,9 +11,10 @@ import (
 // with no lock held.
 //
 // The submit time of each queued task is kept beside it in the queue, as its stamp (the
-// queue package's PushAt and PopAt; the plain paths of Submit and next: stamped and
-// unstamped), so the task values stay as they are and a typed pool still allocates nothing
-// per task. The times travel as arguments, never through a field of the engine: a submit
+// queue package's PushAt and PopAt), so the task values stay as they are and a typed pool
+// still allocates nothing per task. The plain paths of Submit and next call PushAt and PopAt
+// only for an engine that observes, and Push and Pop otherwise: one helper holding both calls
+// was not inlined, and every submit and task took longer. The times travel as arguments, never through a field of the engine: a submit
 // reads the clock before taking the lock (lockToSubmit) and hands the time to route, which
 // queues it with the task or hands it out with it; whoever takes a task from the queue gets
 // its stamp from dequeue, and the start hands it to the worker that runs the task: in
@@ -104,16 +103,8 @@ func (e *Engine[T]) clock() int64 {
 	return int64(e.cfg.Now().Sub(e.epoch))
 }
 
-// stamped queues arg in q, the plain queue, with its submit time at beside it, for an engine
-// that observes. The plain paths call it only then, and Push otherwise: with both calls in
-// one function, it was not inlined, and the paths of every submit and every task took
-// longer. Callers hold e.mu.
-func (e *Engine[T]) stamped(q *queue.Queue[T], arg T, at int64) {
-	q.PushAt(arg, at)
-}
-
 // unstamped takes the oldest task from the plain queue and hands its submit time to w, the
-// worker that runs it, for an engine that observes (see stamped). Callers hold e.mu.
+// worker that runs it, for an engine that observes. Callers hold e.mu.
 func (e *Engine[T]) unstamped(w *worker[T]) T {
 	arg, at, _ := e.queue.fifo.PopAt()
 	w.since = at

@@ -87,7 +87,7 @@ func (e *Engine[T]) route(arg T, bounded bool, at int64) (s launch[T], ok bool) 
 	if e.queue.lv == nil {
 		// The plain queue without levelQueue's call: see priority.go.
 		if e.timed {
-			e.stamped(&e.queue.fifo, arg, at)
+			e.queue.fifo.PushAt(arg, at)
 		} else {
 			e.queue.fifo.Push(arg)
 		}
