@@ -1,7 +1,9 @@
 package crew_test
 
 import (
+	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -325,5 +327,80 @@ func TestStressPriorityAcrossPauseAndResume(t *testing.T) {
 				next[o[0]]++
 			}
 		}
+	}
+}
+
+// TestHistogramsCountEachTaskOnceAmidEveryFeature: with WithLatencyHistograms and hooks on a
+// pool, a prioritised sub-pool, a sub-pool of it and a Keyed on the sub-pool, while
+// submitters (tasks that return, panic, panic(nil) and call runtime.Goexit) run beside a
+// pause storm, a shrinking and growing Resize and a StopNow of the innermost sub-pool: every
+// task ends once, in Completed, Panicked or Returned, every pool's histograms count as many
+// waits as runs, and the innermost pool's count every task of its that ran, once.
+func TestHistogramsCountEachTaskOnceAmidEveryFeature(t *testing.T) {
+	t.Parallel()
+	var handled, started, finished atomic.Int64
+	opts := func(more ...crew.Option) []crew.Option {
+		return append([]crew.Option{
+			crew.WithLatencyHistograms(),
+			crew.WithPanicHandler(func(any, []byte) { handled.Add(1) }),
+			crew.WithHooks(crew.Hooks{
+				Started:  func(crew.TaskInfo) { started.Add(1) },
+				Finished: func(crew.TaskInfo) { finished.Add(1) },
+			}),
+		}, more...)
+	}
+	root := crew.New(3, opts(crew.WithQueueSize(64))...)
+	high := root.Sub(2, opts(crew.WithPriority(1))...)
+	inner := high.Sub(2, opts()...)
+	keyed := crew.NewKeyed[int](high)
+	pools := []*crew.Pool{root, high, inner}
+	tasks := []func(){
+		func() {},
+		func() { panic("planned") },
+		func() { panic(nil) },
+		runtime.Goexit,
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for i, q := range pools {
+		n := 0
+		repeatUntil(&wg, stop, func() {
+			_ = q.Submit(tasks[(i+n)%len(tasks)])
+			n++
+		})
+	}
+	k := 0
+	repeatUntil(&wg, stop, func() { _ = keyed.Submit(k%3, func() {}); k++ })
+	repeatUntil(&wg, stop, func() { root.Pause(); root.Resume() })
+	size := 0
+	repeatUntil(&wg, stop, func() { root.Resize(1 + size%3); size++ })
+	time.Sleep(30 * time.Millisecond)
+	inner.StopNow()
+	time.Sleep(10 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+	root.Resume()
+	root.Resize(3)
+	awaitReturn(t, "StopAndWait", goRun(root.StopAndWait))
+	var panicked uint64
+	for i, q := range pools {
+		s := q.Stats()
+		idleIdentity(t, fmt.Sprintf("pool %d", i), s)
+		panicked += s.Panicked
+		if s.WaitTime.Count != s.RunTime.Count {
+			t.Fatalf("pool %d: %d waits timed, %d runs", i, s.WaitTime.Count, s.RunTime.Count)
+		}
+		// The innermost pool's tasks are all its own. The others also run their sub-pools'
+		// workers and, on high, the Keyed's turns, which Stats and the histograms count
+		// differently (see Keyed).
+		if ran := s.Completed + s.Panicked; q == inner && s.RunTime.Count != ran {
+			t.Fatalf("innermost pool: histograms counted %d of %d tasks that ran: %+v", s.RunTime.Count, ran, s)
+		}
+	}
+	if uint64(handled.Load()) != panicked {
+		t.Fatalf("the panic handler saw %d panics, Stats count %d", handled.Load(), panicked)
+	}
+	if started.Load() != finished.Load() {
+		t.Fatalf("Started %d times, Finished %d", started.Load(), finished.Load())
 	}
 }
