@@ -390,9 +390,9 @@ func TestHistogramsCountEachTaskOnceAmidEveryFeature(t *testing.T) {
 		if s.WaitTime.Count != s.RunTime.Count {
 			t.Fatalf("pool %d: %d waits timed, %d runs", i, s.WaitTime.Count, s.RunTime.Count)
 		}
-		// The innermost pool's tasks are all its own. The others also run their sub-pools'
-		// workers and, on high, the Keyed's turns, which Stats and the histograms count
-		// differently (see Keyed).
+		// The innermost pool's tasks are all its own. The others' Stats also count their
+		// sub-pools' workers and, on high, the Keyed's turns, which their histograms do not
+		// see (Pool.Sub, Keyed): TestParentCountsSubPoolWorkersAndSeesOnlyItsOwnTasks.
 		if ran := s.Completed + s.Panicked; q == inner && s.RunTime.Count != ran {
 			t.Fatalf("innermost pool: histograms counted %d of %d tasks that ran: %+v", s.RunTime.Count, ran, s)
 		}

@@ -253,7 +253,11 @@ func (p *Pool) Stats() Stats {
 // [WithIdleTimeout] have no effect on it, since its workers are p's.
 //
 // A sub-pool's worker is a task of p that runs the sub-pool's queued tasks one after another
-// and returns when the queue is empty; it may wait in p's queue like any task of p.
+// and returns when the queue is empty; it may wait in p's queue like any task of p. p's
+// [Stats] count it as one task of p however many tasks of the sub-pool it runs: once in
+// Accepted and Waiting while it waits, once in Running while it runs (a sub-pool's worker
+// runs one task at a time), once in Completed when it returns. The sub-pool's Stats count its
+// tasks themselves, and p's hooks and latency histograms see only p's own tasks.
 func (p *Pool) Sub(maxWorkers int, opts ...Option) *Pool {
 	checkPool(p, "Sub")
 	base := p.core.cfg

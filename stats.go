@@ -7,6 +7,9 @@ import "github.com/crewgo/crew/internal/worker"
 // A snapshot is consistent: its fields were read together, so Completed+Panicked never
 // exceeds Accepted, Running never exceeds MaxWorkers except while tasks that started before a
 // shrinking [Pool.Resize] still run, and no counter goes backwards between two snapshots.
+//
+// A pool's counters count its own tasks and the workers of its sub-pools, which are tasks of
+// the pool ([Pool.Sub]); a [Keyed] on the pool counts in them by turns (see Keyed).
 type Stats struct {
 	// MaxWorkers is the worker limit: no task starts while that many or more run. Under
 	// [WithAdaptiveLimit] it is the limit the pool has chosen now; with [CPUs], GOMAXPROCS as

@@ -222,3 +222,46 @@ func TestStoppingParentStopsSubPools(t *testing.T) {
 		t.Fatalf("%d of 10 accepted sub-pool tasks ran", ran.Load())
 	}
 }
+
+// TestParentCountsSubPoolWorkersAndSeesOnlyItsOwnTasks: a sub-pool's worker counts in the
+// parent's Stats as one task, however many of the sub-pool's tasks it runs, while the
+// parent's hooks and histograms see only the parent's own tasks, and the sub-pool's counters
+// and histograms count each of its tasks.
+func TestParentCountsSubPoolWorkersAndSeesOnlyItsOwnTasks(t *testing.T) {
+	var started atomic.Int64
+	p := crew.New(1, crew.WithLatencyHistograms(), crew.WithHooks(crew.Hooks{
+		Started: func(crew.TaskInfo) { started.Add(1) },
+	}))
+	sub := p.Sub(1, crew.WithLatencyHistograms())
+	p.Pause()
+	var ran atomic.Int64
+	for range 5 {
+		if err := sub.Submit(func() { ran.Add(1) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Submit(func() { ran.Add(1) }); err != nil {
+		t.Fatal(err)
+	}
+	// One worker of the sub-pool waits in p's queue for the oldest of the five, beside p's
+	// own task.
+	if s := p.Stats(); s.Waiting != 2 || s.Accepted != 2 {
+		t.Fatalf("paused parent: want 2 accepted and waiting (a worker of the sub-pool and its own task), got %+v", s)
+	}
+	if s := sub.Stats(); s.Waiting != 5 || s.Accepted != 5 {
+		t.Fatalf("paused sub-pool: want its 5 tasks accepted and waiting, got %+v", s)
+	}
+	p.Resume()
+	p.StopAndWait()
+	if ran.Load() != 6 {
+		t.Fatalf("%d of 6 tasks ran", ran.Load())
+	}
+	s := p.Stats()
+	if s.Accepted != 2 || s.Completed != 2 || s.WaitTime.Count != 1 || s.RunTime.Count != 1 || started.Load() != 1 {
+		t.Fatalf("parent: want 2 tasks counted (one the sub-pool's worker that ran all 5), 1 seen by hooks and histograms; got %+v, Started %d times",
+			s, started.Load())
+	}
+	if s := sub.Stats(); s.Accepted != 5 || s.Completed != 5 || s.WaitTime.Count != 5 || s.RunTime.Count != 5 {
+		t.Fatalf("sub-pool: want its 5 tasks counted and timed, got %+v", s)
+	}
+}
