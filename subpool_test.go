@@ -251,17 +251,29 @@ func TestParentCountsSubPoolWorkersAndSeesOnlyItsOwnTasks(t *testing.T) {
 	if s := sub.Stats(); s.Waiting != 5 || s.Accepted != 5 {
 		t.Fatalf("paused sub-pool: want its 5 tasks accepted and waiting, got %+v", s)
 	}
+	// The worker runs the sub-pool's tasks one at a time: one of p's tasks running.
+	release := make(chan struct{})
+	if err := sub.Submit(func() { <-release; ran.Add(1) }); err != nil {
+		t.Fatal(err)
+	}
 	p.Resume()
+	for sub.Stats().Running != 1 || sub.Stats().Completed != 5 {
+		time.Sleep(time.Millisecond)
+	}
+	if s := p.Stats(); s.Running != 1 {
+		t.Fatalf("a sub-pool's task running: want 1 task of the parent running, got %+v", s)
+	}
+	close(release)
 	p.StopAndWait()
-	if ran.Load() != 6 {
-		t.Fatalf("%d of 6 tasks ran", ran.Load())
+	if ran.Load() != 7 {
+		t.Fatalf("%d of 7 tasks ran", ran.Load())
 	}
 	s := p.Stats()
 	if s.Accepted != 2 || s.Completed != 2 || s.WaitTime.Count != 1 || s.RunTime.Count != 1 || started.Load() != 1 {
-		t.Fatalf("parent: want 2 tasks counted (one the sub-pool's worker that ran all 5), 1 seen by hooks and histograms; got %+v, Started %d times",
+		t.Fatalf("parent: want 2 tasks counted (one the sub-pool's worker that ran all 6), 1 seen by hooks and histograms; got %+v, Started %d times",
 			s, started.Load())
 	}
-	if s := sub.Stats(); s.Accepted != 5 || s.Completed != 5 || s.WaitTime.Count != 5 || s.RunTime.Count != 5 {
-		t.Fatalf("sub-pool: want its 5 tasks counted and timed, got %+v", s)
+	if s := sub.Stats(); s.Accepted != 6 || s.Completed != 6 || s.WaitTime.Count != 6 || s.RunTime.Count != 6 {
+		t.Fatalf("sub-pool: want its 6 tasks counted and timed, got %+v", s)
 	}
 }
