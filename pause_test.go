@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/crewgo/crew"
 )
@@ -243,4 +244,69 @@ func TestPauseResumeFromTaskDoesNotDeadlock(t *testing.T) {
 	})
 	awaitReturn(t, "Pause and Resume from a task", done)
 	p.StopAndWait()
+}
+
+// TestPauseAndWaitOfASubPoolDoesNotWaitForItsWorkerInTheParentsQueue: a sub-pool's task whose
+// worker waits in the parent's queue, the parent being busy or paused, does not run (Stats:
+// Running 0, Waiting 1), so the sub-pool's PauseAndWait returns at once; the task starts
+// only after the sub-pool's Resume, once the parent lets its worker start.
+func TestPauseAndWaitOfASubPoolDoesNotWaitForItsWorkerInTheParentsQueue(t *testing.T) {
+	for _, parentPaused := range []bool{false, true} {
+		parent := crew.New(1)
+		release := func() {}
+		if parentPaused {
+			parent.Pause()
+		} else {
+			release = holdWorkers(t, plainPool{parent}, 1, 0)
+		}
+		sub := parent.Sub(1)
+		ran := make(chan struct{})
+		must(t, sub.Submit(func() { close(ran) }))
+		if s := sub.Stats(); s.Running != 0 || s.Waiting != 1 {
+			t.Fatalf("parent paused %v: sub-pool's Stats %+v, want Running 0 and Waiting 1", parentPaused, s)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if err := sub.PauseAndWait(ctx); err != nil {
+			t.Fatalf("parent paused %v: the sub-pool's PauseAndWait with none of its tasks running = %v, want nil at once",
+				parentPaused, err)
+		}
+		cancel()
+		release()
+		parent.Resume()
+		select {
+		case <-ran:
+			t.Fatalf("parent paused %v: the paused sub-pool's task ran", parentPaused)
+		case <-time.After(20 * time.Millisecond):
+		}
+		sub.Resume()
+		awaitReturn(t, "the sub-pool's task after its Resume", ran)
+		parent.StopAndWait()
+	}
+}
+
+// TestPauseAndWaitOfASubPoolWaitsForItsRunningTask: the sub-pool's task that has begun counts,
+// whatever waits in the parent's queue beside it.
+func TestPauseAndWaitOfASubPoolWaitsForItsRunningTask(t *testing.T) {
+	parent := crew.New(2)
+	defer parent.StopAndWait()
+	sub := parent.Sub(2)
+	started, release := make(chan struct{}), make(chan struct{})
+	must(t, sub.Submit(func() { close(started); <-release }))
+	<-started
+	parent.Pause()
+	must(t, sub.Submit(func() {})) // its worker waits in the paused parent's queue
+	done := goRun(func() {
+		if err := sub.PauseAndWait(context.Background()); err != nil {
+			t.Error(err)
+		}
+	})
+	select {
+	case <-done:
+		t.Fatal("the sub-pool's PauseAndWait returned while its task ran")
+	case <-time.After(20 * time.Millisecond):
+	}
+	close(release)
+	awaitReturn(t, "the sub-pool's PauseAndWait once its task returned", done)
+	sub.Resume()
+	parent.Resume()
 }

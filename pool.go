@@ -358,6 +358,9 @@ type core[T any] struct {
 	// sub-pool those of the pools above it. Usually none or one.
 	watches []ctxWatch
 	stopCtx func() bool     // unregisters the WithContext hook
+	hooked  chan struct{}   // closed when the WithContext hook has returned: see unhook
+	unhooks sync.Once       // the first unhook unregisters the hook
+	hookRan bool            // set by the first unhook: the hook had started
 	obs     *observer[T]    // WithHooks, WithLatencyHistograms, WithAdaptiveLimit; nil without them
 	sizing  sizing          // Resize and CPUs: see sizing.go
 	limit   *adaptive.Limit // WithAdaptiveLimit's; nil without it
@@ -416,14 +419,26 @@ func (c *core[T]) init(cfg config, ec worker.Config[T], above []ctxWatch, halt f
 		halt()
 		return
 	}
-	c.stopCtx = context.AfterFunc(cfg.ctx, halt)
+	c.hooked = make(chan struct{})
+	c.stopCtx = context.AfterFunc(cfg.ctx, func() {
+		defer close(c.hooked)
+		halt()
+	})
 }
 
 // unhook unregisters the WithContext hook of a pool being stopped, so that a long-lived
-// context does not keep it reachable.
+// context does not keep it reachable. If the hook has started already, it waits for it to
+// return: it may still be stopping sub-pools, and StopAndWait, which stops through unhook,
+// promises that no goroutine of the pool is left once it returns
+// (TestStopAndWaitLeavesNoWithContextHookRunning). The hook never calls unhook of its own
+// pool, so it never waits for itself.
 func (c *core[T]) unhook() {
-	if c.stopCtx != nil {
-		c.stopCtx()
+	if c.stopCtx == nil {
+		return
+	}
+	c.unhooks.Do(func() { c.hookRan = !c.stopCtx() })
+	if c.hookRan {
+		<-c.hooked
 	}
 }
 

@@ -1,9 +1,11 @@
 package crew_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -351,5 +353,29 @@ func TestWithContextStopsPool(t *testing.T) {
 	p.StopAndWait()
 	if !ran.Load() {
 		t.Fatal("a task accepted before the context ended did not run")
+	}
+}
+
+// TestStopAndWaitLeavesNoWithContextHookRunning: the context of a pool with sub-pools ends
+// and StopAndWait is called at once. The hook that context.AfterFunc started to stop the pool
+// and its sub-pools is a goroutine of the pool: once StopAndWait has returned, it must have
+// returned too.
+func TestStopAndWaitLeavesNoWithContextHookRunning(t *testing.T) {
+	buf := make([]byte, 1<<20)
+	hookRunning := func() bool {
+		n := runtime.Stack(buf, true)
+		return bytes.Contains(buf[:n], []byte("crew.(*Pool).halt"))
+	}
+	for round := range 100 {
+		ctx, cancel := context.WithCancel(context.Background())
+		p := crew.New(2, crew.WithContext(ctx))
+		for range 50 {
+			p.Sub(1).Sub(1)
+		}
+		cancel()
+		p.StopAndWait()
+		if hookRunning() {
+			t.Fatalf("round %d: the WithContext hook still ran after StopAndWait returned", round)
+		}
 	}
 }

@@ -21,7 +21,12 @@ func (p *Pool) StopNow() []func() {
 	// Every pool of the tree stops and gives up its queue in one step each
 	// (worker.Engine.StopNow), before anything taken out is unpacked: unpacking a sub-pool's
 	// worker frees a slot of the sub-pool (Abandon), which would start its next task and move
-	// a blocked submitter of its into the room made, were it still accepting.
+	// a blocked submitter of its into the room made, were it still accepting. Before that,
+	// every pool of the tree is frozen: the pools stop one after another, and a task of a pool
+	// not yet stopped that ends meanwhile, having seen another one stop, would otherwise move a
+	// submitter blocked since before StopNow into its queue, whose task StopNow then hands back
+	// (TestStopNowOfAParentRefusesTheBlockedSubmittersOfItsSubPools).
+	p.freezeTree()
 	var queues [][]task
 	p.stopTree(&queues)
 	// This pool's workers waiting in the queues of the pools above hold its oldest tasks.
@@ -43,6 +48,14 @@ func (p *Pool) StopNow() []func() {
 		out, took = p.takeOut(out)
 	}
 	return out
+}
+
+// freezeTree freezes p and its sub-pools, at any depth (worker.Engine.Freeze).
+func (p *Pool) freezeTree() {
+	p.core.e.Freeze()
+	for _, c := range p.subs() {
+		c.freezeTree()
+	}
 }
 
 // stopTree stops p and its sub-pools, at any depth, each taking its queue out in the same

@@ -520,3 +520,55 @@ func TestStopNowCountsReturnedTasksInStats(t *testing.T) {
 		t.Fatalf("subsub: Stats %+v, want 3 returned", s)
 	}
 }
+
+// TestStopNowOfAParentRefusesTheBlockedSubmittersOfItsSubPools: a submitter blocked on a
+// sub-pool's full queue when its parent's (or grandparent's) StopNow is called returns
+// ErrStopped, and its task neither runs nor comes back, even when the task that holds the
+// sub-pool's slot ends while StopNow runs, having seen a pool above stop: the pools of the
+// tree stop one after another, and that task's end would otherwise move the submitter into
+// the room it made, after which StopNow handed its task back.
+func TestStopNowOfAParentRefusesTheBlockedSubmittersOfItsSubPools(t *testing.T) {
+	for _, depth := range []int{1, 2} {
+		t.Run(fmt.Sprintf("depth=%d", depth), func(t *testing.T) {
+			for round := range 300 {
+				root := crew.New(2)
+				above := root // the pool whose Stopped the running task watches
+				for range depth - 1 {
+					above = above.Sub(2)
+				}
+				leaf := above.Sub(1, crew.WithQueueSize(1))
+				started := make(chan struct{})
+				must(t, leaf.Submit(func() {
+					close(started)
+					for !above.Stopped() {
+						runtime.Gosched()
+					}
+				}))
+				<-started
+				var queuedRan, blockedRan atomic.Int32
+				// The queued task holds the slot once it starts, so that a blocked task
+				// moved into the queue would still be queued when StopNow empties it.
+				must(t, leaf.Submit(func() {
+					for !leaf.Stopped() {
+						runtime.Gosched()
+					}
+					queuedRan.Add(1)
+				}))
+				errc := make(chan error, 1)
+				go func() { errc <- leaf.Submit(func() { blockedRan.Add(1) }) }()
+				waitFor(t, "the submitter to block", func() bool { return crew.BlockedSubmitters(leaf) == 1 })
+				back := root.StopNow()
+				err := <-errc
+				root.StopAndWait()
+				if !errors.Is(err, crew.ErrStopped) {
+					t.Fatalf("round %d: the submitter blocked when StopNow was called got %v, want ErrStopped (%d handed back, the blocked task ran %d times)",
+						round, err, len(back), blockedRan.Load())
+				}
+				if queuedRan.Load()+int32(len(back)) != 1 || blockedRan.Load() != 0 {
+					t.Fatalf("round %d: the queued task ran %d times and %d tasks came back; the refused task ran %d times",
+						round, queuedRan.Load(), len(back), blockedRan.Load())
+				}
+			}
+		})
+	}
+}

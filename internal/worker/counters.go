@@ -39,10 +39,20 @@ func (e *Engine[T]) unslot(arg T) {
 // task itself (Unhold) or by unslot.
 func (e *Engine[T]) free() {
 	e.running--
-	if e.running == 0 && e.quiet != nil {
+	if (e.running == 0 || e.cfg.Start != nil) && e.quiet != nil && e.begun() == 0 {
 		close(e.quiet)
 		e.quiet = nil
 	}
+}
+
+// begun returns how many tasks run: running, less a sub-pool's tasks handed to workers that
+// wait in the parent's queue (waking counts those, as a sub-pool's workers never linger; see
+// Counters). Callers hold e.mu.
+func (e *Engine[T]) begun() int {
+	if e.cfg.Start != nil {
+		return e.running - e.waking
+	}
+	return e.running
 }
 
 // end counts n accepted tasks that left the engine with outcome o: they are no longer

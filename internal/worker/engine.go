@@ -248,13 +248,14 @@ type Engine[T any] struct {
 	// clock, most of them without the lock, they share no line with what a task writes.
 	clockSet
 
-	held  int  // slots held by running weighted tasks beyond one each: see weight.go
-	alive int  // goroutines not yet ended, dismissed ones included
-	holds int  // sub-pools not yet exited, which may still Forward tasks: see Hold
-	cutIn bool // the next worker Start forwards replaces one an ancestor stopped: see takeGuarded
+	held   int  // slots held by running weighted tasks beyond one each: see weight.go
+	alive  int  // goroutines not yet ended, dismissed ones included
+	holds  int  // sub-pools not yet exited, which may still Forward tasks: see Hold
+	cutIn  bool // the next worker Start forwards replaces one an ancestor stopped: see takeGuarded
+	frozen bool // blocked submitters stay blocked until Stop: see Freeze
 
 	drained chan struct{} // closed when pending reaches 0; made on demand
-	quiet   chan struct{} // closed when running reaches 0; made on demand by Quiet
+	quiet   chan struct{} // closed when no task runs any more (begun); made on demand by Quiet
 	resumed chan struct{} // closed by the next Resume (or Stop); made on demand by Resumed
 	exited  chan struct{} // closed when stopped and no goroutine is left
 	done    chan struct{} // closed by Stop; wakes the reaper

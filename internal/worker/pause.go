@@ -147,10 +147,13 @@ func (e *Engine[T]) Redispatch() {
 }
 
 // Quiet returns a channel closed once no task of the engine runs, or nil if none runs now.
+// A sub-pool's task handed to a worker that waits in the parent's queue does not run yet:
+// the parent may keep it waiting for as long as it is busy or paused, and the worker gives
+// it back if the sub-pool is paused when its turn comes (Serve).
 func (e *Engine[T]) Quiet() <-chan struct{} {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.running == 0 {
+	if e.begun() == 0 {
 		return nil
 	}
 	if e.quiet == nil {

@@ -5,6 +5,18 @@ package worker
 // already counts as running. Taking such a worker out of the parent's queue (Remove,
 // RemoveIf) leaves the sub-pool owing that count: Abandon settles it.
 
+// Freeze keeps the submitters blocked on a full queue, and those that block from now on,
+// where they are until Stop refuses them: a task that leaves the queue no longer moves one
+// into the room it makes. It is for a StopNow over several engines (a pool and its
+// sub-pools), which stop one after another: frozen first, every one of them, none of them
+// accepts a submitter that was blocked when that StopNow began, whatever a task that saw
+// another engine stop does meanwhile.
+func (e *Engine[T]) Freeze() {
+	e.mu.Lock()
+	e.frozen = true
+	e.mu.Unlock()
+}
+
 // Abandon tells the engine that the worker Config.Start was asked to run for first will never
 // run: first ends unrun, counted as removed, and the worker's counts are taken back. It
 // reports whether another party had claimed first (Config.Take): the caller then drops it.
@@ -45,8 +57,12 @@ func (e *Engine[T]) RemoveIf(match func(T) bool) []T {
 		}
 		e.queue.PushAt(arg, since)
 	}
-	// Submitters blocked on a full queue move into the room made.
-	for range len(out) + taken {
+	// Submitters blocked on a full queue move into the room made, unless the engine is frozen.
+	room := len(out) + taken
+	if e.frozen {
+		room = 0
+	}
+	for range room {
 		b := e.blocked.pop()
 		if b == nil {
 			break

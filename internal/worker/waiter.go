@@ -107,12 +107,11 @@ func (e *Engine[T]) dequeue() (arg T, at int64, ok bool) {
 	default:
 		arg, ok = e.queue.fifo.Pop() // the plain queue without levelQueue's call: see priority.go
 	}
-	if ok {
-		if b := e.blocked.pop(); b != nil {
-			e.queue.PushAt(b.arg, e.stampNow())
-			e.accept()
-			b.decide(Accepted)
-		}
+	if ok && e.blocked.head != nil && !e.frozen {
+		b := e.blocked.pop()
+		e.queue.PushAt(b.arg, e.stampNow())
+		e.accept()
+		b.decide(Accepted)
 	}
 	return arg, at, ok
 }
