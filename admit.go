@@ -59,21 +59,27 @@ func (c *core[T]) admitGuarded(arg T, wait bool, ctx context.Context, here bool)
 // A hook that calls runtime.Goexit ends the submitter inside admit, and the door that called
 // it never sees the refusal. A door that counted its task before offering it (a group's
 // function) would wait for it for ever, so the task is told (counted.uncount): it ends as a
-// function that called runtime.Goexit (TestGoexitInEachHookOnEachDoor).
+// function that called runtime.Goexit (TestGoexitInEachHookOnEachDoor). Only a Queued or
+// Rejected hook's Goexit: a task that the submitter runs itself inside offer (CallerRuns, a
+// wait that helps) and that calls runtime.Goexit, or whose Started or Finished hook does, has
+// been told already by the engine, and told twice a group counted it ended twice
+// (TestGoexitInACallerRunFunctionEndsItOnce).
 func (c *core[T]) admitObserved(arg T, wait bool, ctx context.Context, here bool) (r worker.Result) {
-	settled := false
+	hooking := true // in a Queued or Rejected hook
 	defer func() {
-		if !settled {
+		if hooking {
 			if t, ok := any(arg).(counted); ok {
 				t.uncount()
 			}
 		}
 	}()
 	c.queued()
+	hooking = false
 	if r = c.offer(arg, wait, ctx, here); r != worker.Accepted {
+		hooking = true
 		c.rejected(c.result(r, ctx))
+		hooking = false
 	}
-	settled = true
 	return r
 }
 

@@ -1,6 +1,7 @@
 package crew_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -156,3 +157,97 @@ func TestWithoutPanicRecoveryCrashesTheProgram(t *testing.T) {
 }
 
 func panicsWithoutRecovery() { panic("no recovery") }
+
+// TestGoexitInACallerRunFunctionEndsItOnce: a function of a ForEach (or Map) made inside a
+// task, from its context, on a pool with hooks and a full bounded queue, runs on the caller
+// (a wait that helps). It calls runtime.Goexit: it ends once, as a function that called
+// Goexit. Ended a second time, as if a Queued hook had called Goexit, the ForEach gave back
+// a slot it no longer held, and the pool's only worker blocked for ever.
+func TestGoexitInACallerRunFunctionEndsItOnce(t *testing.T) {
+	for _, name := range []string{"ForEach", "Map"} {
+		t.Run(name, func(t *testing.T) {
+			p := crew.New(1, crew.WithQueueSize(1), crew.WithHooks(crew.Hooks{Started: func(crew.TaskInfo) {}}))
+			f := crew.GoContext(context.Background(), p, func(ctx context.Context) (int, error) {
+				child := func(_ context.Context, i int) error {
+					if i == 2 {
+						runtime.Goexit()
+					}
+					return nil
+				}
+				if name == "Map" {
+					_, err := crew.Map(ctx, p, []int{0, 1, 2, 3}, func(ctx context.Context, i int) (int, error) { return i, child(ctx, i) })
+					return 0, err
+				}
+				return 0, crew.ForEach(ctx, p, countTo(4), child)
+			})
+			select {
+			case <-f.Done():
+			case <-time.After(3 * time.Second):
+				t.Fatalf("the outer future's Wait never returns (its function's Goexit was reported twice); stats %+v", p.Stats())
+			}
+			if _, err := f.Wait(); err == nil {
+				t.Fatal("Wait = nil, want the Goexit reported")
+			}
+			awaitReturn(t, "StopAndWait", goRun(p.StopAndWait))
+			idleIdentity(t, "p", p.Stats())
+		})
+	}
+}
+
+// TestGoexitInAGroupFunctionRunOnItsCallerEndsItOnce: the same in a GroupAll, whose g.Go runs
+// a function on the caller (the pool's bounded queue full, the pool with hooks). Counted as
+// ended twice, the group's count of running functions went below zero, and a later Wait
+// never returned or reported the one Goexit twice.
+func TestGoexitInAGroupFunctionRunOnItsCallerEndsItOnce(t *testing.T) {
+	p := crew.New(1, crew.WithQueueSize(1), crew.WithHooks(crew.Hooks{Started: func(crew.TaskInfo) {}}))
+	groups := make(chan *crew.Group, 1)
+	fut := crew.GoContext(context.Background(), p, func(ctx context.Context) (int, error) {
+		g, _ := p.GroupAll(ctx)
+		groups <- g
+		g.Go(func(context.Context) error { return nil })                   // queued: the queue is now full
+		g.Go(func(context.Context) error { runtime.Goexit(); return nil }) // run on the caller
+		return 0, nil
+	})
+	g := <-groups
+	<-fut.Done() // the function that made g has ended: a Wait here does not help
+	var err error
+	select {
+	case <-goRun(func() { err = g.Wait() }):
+	case <-time.After(3 * time.Second):
+		t.Fatalf("GroupAll.Wait never returns; stats %+v", p.Stats())
+	}
+	if n := strings.Count(err.Error(), "Goexit"); n != 1 {
+		t.Errorf("GroupAll.Wait = %q: the one Goexit reported %d times", err, n)
+	}
+	p.StopAndWait()
+	idleIdentity(t, "p", p.Stats())
+}
+
+// TestGoexitUnderCallerRunsEndsAGroupFunctionOnce: the same through the CallerRuns policy,
+// with no task involved: a Group.Go from a plain goroutine into the full queue of a pool with
+// hooks runs the function on the submitter, and its runtime.Goexit ends the submitter.
+func TestGoexitUnderCallerRunsEndsAGroupFunctionOnce(t *testing.T) {
+	p := crew.New(1, crew.WithQueueSize(1), crew.WithOverflow(crew.CallerRuns),
+		crew.WithHooks(crew.Hooks{Started: func(crew.TaskInfo) {}}))
+	gate := make(chan struct{})
+	must(t, p.Submit(func() { <-gate }))
+	waitFor(t, "the blocker to run", func() bool { return p.Stats().Running == 1 })
+	must(t, p.Submit(func() {})) // the queue of one is full
+	g, _ := p.GroupAll(context.Background())
+	<-goRun(func() {
+		g.Go(func(context.Context) error { runtime.Goexit(); return nil }) // run on this goroutine
+	})
+	g.Go(func(context.Context) error { return nil }) // runs on this goroutine too: the queue is full
+	close(gate)
+	var err error
+	select {
+	case <-goRun(func() { err = g.Wait() }):
+	case <-time.After(3 * time.Second):
+		t.Fatalf("GroupAll.Wait never returns; stats %+v", p.Stats())
+	}
+	if n := strings.Count(err.Error(), "Goexit"); n != 1 {
+		t.Errorf("GroupAll.Wait = %q: the one Goexit reported %d times", err, n)
+	}
+	p.StopAndWait()
+	idleIdentity(t, "p", p.Stats())
+}

@@ -458,9 +458,17 @@ func (r *keyRunner[K]) one(t keyedTask, panicked *bool) {
 	c := &k.p.core
 	*panicked = false
 	var start int64
+	ended := false // t returned or panicked: Finished is told below, not by the defer
 	if c.obs != nil {
 		start = k.clock()
 		c.obs.start(time.Duration(max(0, start-t.at)))
+		// t may call runtime.Goexit, which no catch stops: its Finished hook is called as
+		// the goroutine unwinds, as for a task of the pool's own (TestKeyedTaskThatCallsGoexitIsFinished).
+		defer func() {
+			if !ended {
+				c.obs.Finished(time.Duration(max(0, start-t.at)), time.Duration(max(0, k.clock()-start)), false)
+			}
+		}()
 	}
 	var pe *PanicError
 	if c.cfg.noRecover {
@@ -468,6 +476,7 @@ func (r *keyRunner[K]) one(t keyedTask, panicked *bool) {
 	} else {
 		pe = catch(t.f)
 	}
+	ended = true
 	*panicked = pe != nil
 	if c.obs != nil {
 		c.obs.Finished(time.Duration(max(0, start-t.at)), time.Duration(max(0, k.clock()-start)), pe != nil)

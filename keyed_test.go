@@ -408,3 +408,33 @@ func TestStopNowHandsBackKeyedAndWeightedTasks(t *testing.T) {
 		t.Fatalf("StopNow returned %d tasks, want 13", len(got))
 	}
 }
+
+// TestKeyedTaskThatCallsGoexitIsFinished: a keyed task that calls runtime.Goexit gets its
+// Finished hook, as a task of the pool does, on a pool and on a sub-pool, and the key's next
+// task runs.
+func TestKeyedTaskThatCallsGoexitIsFinished(t *testing.T) {
+	for _, onSub := range []bool{false, true} {
+		var started, finished atomic.Int32
+		hooks := crew.WithHooks(crew.Hooks{
+			Started:  func(crew.TaskInfo) { started.Add(1) },
+			Finished: func(crew.TaskInfo) { finished.Add(1) },
+		})
+		root, pool := crew.New(1, hooks), (*crew.Pool)(nil)
+		pool = root
+		if onSub {
+			root = crew.New(1)
+			pool = root.Sub(1, hooks)
+		}
+		k := crew.NewKeyed[string](pool)
+		ran := make(chan struct{})
+		must(t, k.Submit("a", runtime.Goexit))
+		must(t, k.Submit("a", func() { close(ran) }))
+		awaitReturn(t, "the key's task after the one that called Goexit", ran)
+		awaitReturn(t, "Keyed.Wait", goRun(k.Wait))
+		awaitReturn(t, "StopAndWait", goRun(root.StopAndWait))
+		if started.Load() != 2 || finished.Load() != 2 {
+			t.Errorf("on a sub-pool %v: Started %d times and Finished %d times for 2 keyed tasks, one of which called Goexit",
+				onSub, started.Load(), finished.Load())
+		}
+	}
+}
