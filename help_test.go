@@ -531,3 +531,61 @@ func TestHooksThatMisbehaveAroundALentSlot(t *testing.T) {
 	}
 	idleIdentity(t, "pool", p.Stats())
 }
+
+// TestAFunctionRunInALentSlotCountsAsWaitingUntilItEnds: a group's function that the waiting
+// function runs itself counts once in Running+Waiting until it ends, whichever comes first:
+// a worker dropping its place in the queue (it still counts as Waiting while it runs), or its
+// end (its place, still queued, no longer counts).
+func TestAFunctionRunInALentSlotCountsAsWaitingUntilItEnds(t *testing.T) {
+	unended := func(s crew.Stats) uint64 {
+		return s.Accepted - (s.Completed + s.Panicked + s.Discarded + s.Returned + s.Skipped)
+	}
+	check := func(what string, s crew.Stats) {
+		t.Helper()
+		if uint64(s.Running+s.Waiting) != unended(s) {
+			t.Fatalf("%s: %d tasks accepted and not ended, Running+Waiting = %d: %+v", what, unended(s), s.Running+s.Waiting, s)
+		}
+	}
+	for _, placeFirst := range []bool{true, false} {
+		p := crew.New(2)
+		// The second worker is busy, so the group's function stays queued.
+		releaseB, bStarted := make(chan struct{}), make(chan struct{})
+		must(t, p.Submit(func() { close(bStarted); <-releaseB }))
+		<-bStarted
+		inG, releaseG, releaseF := make(chan struct{}), make(chan struct{}), make(chan struct{})
+		f := crew.GoContext(context.Background(), p, func(ctx context.Context) (int, error) {
+			g, _ := p.Group(ctx)
+			g.Go(func(context.Context) error { close(inG); <-releaseG; return nil })
+			err := g.Wait() // runs the function itself: no worker is free
+			<-releaseF
+			return 0, err
+		})
+		<-inG
+		check("the group's function running in the lent slot", p.Stats())
+		if placeFirst {
+			close(releaseB) // the second worker reaches the function's place and drops it
+			awaitStats(t, p, "B to end and the place to be dropped", func(s crew.Stats) bool {
+				return s.Completed == 1 && s.Running == 1
+			})
+			check("the place dropped, the function running", p.Stats())
+			close(releaseG)
+			awaitStats(t, p, "the function to end", func(s crew.Stats) bool { return s.Completed == 2 })
+			check("the function ended", p.Stats())
+		} else {
+			close(releaseG)
+			awaitStats(t, p, "the function to end", func(s crew.Stats) bool { return s.Completed == 1 })
+			check("the function ended, its place still queued", p.Stats())
+			close(releaseB)
+			awaitStats(t, p, "B to end and the place to be dropped", func(s crew.Stats) bool {
+				return s.Completed == 2 && s.Running == 1
+			})
+			check("the place dropped", p.Stats())
+		}
+		close(releaseF)
+		if _, err := f.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		p.StopAndWait()
+		idleIdentity(t, "p", p.Stats())
+	}
+}

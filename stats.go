@@ -25,12 +25,12 @@ type Stats struct {
 	Idle int
 	// Waiting is the number of accepted tasks that have not started, including one given back
 	// by [Pool.Pause] and a sub-pool's task whose worker waits in the parent's queue.
-	// Running+Waiting counts each accepted task that has not ended exactly once. A function
-	// that left the queue other than through a worker (a canceled future's, or one a waiting
-	// function ran itself: package documentation, "Waits that help") keeps counting as
-	// Waiting until a worker reaches its place in the queue and drops it; one run by a
-	// waiting function counts in Completed once it has ended, and is never Running: it runs
-	// in the slot of the function that waits, which Running counts.
+	// Running+Waiting counts each accepted task that has not ended exactly once. A canceled
+	// future's function keeps counting as Waiting until a worker reaches its place in the
+	// queue and drops it, and then counts in Skipped. A function that a waiting function runs
+	// itself (package documentation, "Waits that help") counts as Waiting until it has ended,
+	// whenever a worker drops its place, and then in Completed or Panicked; it is never
+	// Running: it runs in the slot of the function that waits, which Running counts.
 	Waiting int
 	// Accepted counts the tasks a submit accepted.
 	Accepted uint64

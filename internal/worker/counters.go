@@ -70,6 +70,8 @@ func (e *Engine[T]) end(o Outcome, n int) {
 		e.removed += uint64(n)
 	case discarded:
 		e.dropped += uint64(n)
+	case Claimed:
+		e.lent += n
 	}
 	e.pending -= n
 	if n > 0 && e.pending == 0 && e.drained != nil {
@@ -92,6 +94,7 @@ func (e *Engine[T]) ranHere(o Outcome) {
 // ran (RunClaimed): accepted when it was queued, it counts its outcome now; its place in the
 // queue, reached later, ends as Claimed.
 func (e *Engine[T]) ranClaimed(o Outcome) {
+	e.lent--
 	switch o {
 	case Completed:
 		e.completed++

@@ -248,10 +248,16 @@ type Engine[T any] struct {
 	// clock, most of them without the lock, they share no line with what a task writes.
 	clockSet
 
-	held   int  // slots held by running weighted tasks beyond one each: see weight.go
-	alive  int  // goroutines not yet ended, dismissed ones included
-	holds  int  // sub-pools not yet exited, which may still Forward tasks: see Hold
-	cutIn  bool // the next worker Start forwards replaces one an ancestor stopped: see takeGuarded
+	held  int  // slots held by running weighted tasks beyond one each: see weight.go
+	alive int  // goroutines not yet ended, dismissed ones included
+	holds int  // sub-pools not yet exited, which may still Forward tasks: see Hold
+	cutIn bool // the next worker Start forwards replaces one an ancestor stopped: see takeGuarded
+	// lent counts the places of claimed tasks (RunClaimed) taken out of the queue (outcome
+	// Claimed), less the claimed tasks that have ended. Counters adds it to the queue's
+	// length, so that Waiting counts a claimed task once from its submit until it ends,
+	// whether its place or its end comes first: while it runs after its place was dropped,
+	// and not once it has ended before its place was reached.
+	lent   int
 	frozen bool // blocked submitters stay blocked until Stop: see Freeze
 
 	drained chan struct{} // closed when pending reaches 0; made on demand
@@ -283,7 +289,7 @@ type Engine[T any] struct {
 	// multiple of 64 only), every other Engine started in the middle of a pair, and the plain
 	// paths of submits and tasks took 6% to 9% longer, even on one processor
 	// (measurements.md, "Observing"). TestEngineFieldsKeepTheirPlaces keeps the size.
-	_ [60]byte
+	_ [44]byte
 }
 
 // hotLine pads Engine's settings to a whole number of cache lines, so that mu starts one.
@@ -331,12 +337,20 @@ func (e *Engine[T]) Counters() Counters {
 	} else {
 		free = max(0, e.workers-e.running)
 	}
+	// A claimed task that has ended takes its place off Waiting (lent). That place may have
+	// left the queue already, taken into a slot by a worker that has yet to drop it: it then
+	// counts in running, and what lent takes off beyond the queue comes off running instead.
+	running, waiting := e.running, e.queue.Len()+e.lent
+	if waiting+handed < 0 {
+		running += waiting + handed
+		waiting = -handed
+	}
 	return Counters{
 		MaxWorkers: e.max,
-		Running:    e.running,
+		Running:    running,
 		Workers:    e.workers,
 		Idle:       len(e.idle),
-		Waiting:    e.queue.Len(),
+		Waiting:    waiting,
 		Handed:     handed,
 		Free:       free,
 		Accepted:   e.accepted,
