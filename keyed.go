@@ -21,7 +21,11 @@ import (
 // has nothing queued or running, so keys cost memory only while busy.
 //
 // A Keyed keeps its waiting tasks itself, not in the pool's queue, and runs them in turns: a
-// turn is one task of the pool that runs one or a few of a key's tasks. The pool's [Stats]
+// turn is one task of the pool that runs one or a few of a key's tasks. Each keyed task
+// starts as a task of the pool would: a turn goes on to the key's next task only if the pool
+// would start a task then (not after [Pool.Pause] has returned, not at a limit a
+// [Pool.Resize] lowered, within [WithRateLimit], with no task of a higher priority waiting);
+// otherwise the turn ends and the key waits in the pool's queue again. The pool's [Stats]
 // count turns, not keyed tasks: a turn counts once in Accepted and Waiting while it waits,
 // once in Running while it runs, once in Completed when it ends (whether its keyed tasks
 // returned or panicked: their panics go to the panic handler inside the turn), and once in
@@ -431,7 +435,11 @@ func (r *keyRunner[K]) run() worker.Outcome {
 	}()
 	for n := 1; ; n++ {
 		r.one(t, &panicked)
-		if n == keyBatch {
+		// The next keyed task starts only as a task of the pool would start now: not while
+		// the pool is paused, over a lowered limit, out of rate tokens or behind a higher
+		// priority (worker.Engine.GoesOn). Otherwise the turn ends, and the runner waits in
+		// the pool's queue like any task.
+		if n == keyBatch || (r.more() && !k.p.core.e.GoesOn()) {
 			returned = true
 			r.end(panicked)
 			return worker.Completed
@@ -448,6 +456,13 @@ func (r *keyRunner[K]) run() worker.Outcome {
 		k.started()
 		k.mu.Unlock()
 	}
+}
+
+// more reports whether the key has a task waiting for its runner.
+func (r *keyRunner[K]) more() bool {
+	r.k.mu.Lock()
+	defer r.k.mu.Unlock()
+	return r.head < len(r.tasks)
 }
 
 // one runs t with the pool's Started and Finished hooks and gives its panic to the panic

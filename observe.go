@@ -51,7 +51,8 @@ type Hooks struct {
 	// Rejected is called on the submitting goroutine when a submit did not accept its task,
 	// with the error the submit returns: [ErrQueueFull], [ErrStopped], or the error of a
 	// submit whose context ended first. The task never runs. It is not called for
-	// [ErrNilTask].
+	// [ErrNilTask] or [ErrTooHeavy], mistakes of the call that no pool state causes, which
+	// [Stats] does not count either.
 	Rejected func(error)
 	// Discarded is called for an accepted task that an overflow policy removed from the
 	// queue unrun, on the submitting goroutine that caused it, with TaskInfo.Wait set to the

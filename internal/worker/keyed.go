@@ -16,3 +16,28 @@ func (e *Engine[T]) Admit(arg T) Result {
 
 // Done returns a channel closed by Stop.
 func (e *Engine[T]) Done() <-chan struct{} { return e.done }
+
+// GoesOn reports whether a running task of e may start more work in the slot it holds now, as
+// a new task of e would start: neither e nor an ancestor is paused, the tasks running (the
+// caller's among them) are within a limit a Resize may have lowered, no task of a higher
+// level waits in e's queue, e's turn at its level in the parent is not over (Config.Turn),
+// and e and every ancestor that limits the rate give a token (taken). A key's turn, which
+// runs several keyed tasks in one slot, asks it before each task after its first, so that
+// every keyed task starts as a task of the pool does; refused, the turn ends and its runner
+// waits in the queue again.
+func (e *Engine[T]) GoesOn() bool {
+	if e.paused.Load() {
+		return false
+	}
+	e.mu.Lock()
+	above, _ := e.queuedFrom(0)
+	ok := e.running+e.held <= e.max && !above && !e.turnOver()
+	e.mu.Unlock()
+	if !ok {
+		return false
+	}
+	if b := e.rate.Load(); b != nil && !b.take() {
+		return false
+	}
+	return e.cfg.Parent == nil || e.cfg.Parent.Admits()
+}

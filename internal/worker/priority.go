@@ -56,6 +56,11 @@ type leveled[T any] struct {
 func (e *Engine[T]) QueuedFrom(level int) (above, at bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	return e.queuedFrom(level)
+}
+
+// queuedFrom is QueuedFrom for a caller that holds e.mu.
+func (e *Engine[T]) queuedFrom(level int) (above, at bool) {
 	if e.queue.lv == nil {
 		n := e.queue.Len() > 0
 		return n && level < 0, n && level == 0

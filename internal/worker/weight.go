@@ -79,5 +79,11 @@ func (e *Engine[T]) serialWorkers() bool {
 	if e.cfg.Start == nil {
 		return false
 	}
-	return e.sched&gateWeights != 0 || (e.sched&gateTurns != 0 && e.cfg.Turn != nil && e.cfg.Turn())
+	return e.sched&gateWeights != 0 || e.turnOver()
+}
+
+// turnOver reports whether a sub-pool that takes turns in its parent (priority.go) must give
+// its parent's worker back now. Callers hold e.mu.
+func (e *Engine[T]) turnOver() bool {
+	return e.cfg.Start != nil && e.sched&gateTurns != 0 && e.cfg.Turn != nil && e.cfg.Turn()
 }
