@@ -286,18 +286,18 @@ func (s *seqRun[T, R]) collect(block bool) []*seqTask[T, R] {
 	for block && len(s.finished) == 0 {
 		if s.h.helps() {
 			// A range made inside a function of p runs its own queued calls meanwhile; a
-			// pause holds them, and it looks again shortly (helper.until).
+			// pause holds them, and it looks again shortly (helper.until). A call that
+			// returned while s.mu was released found no one sleeping and sent no wake: the
+			// loop looks at finished again before it sleeps
+			// (TestMapSeqRangeInATaskMissesNoReturnWhileItHelps).
 			s.mu.Unlock()
 			ran := s.h.helpOne()
 			held := !ran && s.h.held()
-			s.mu.Lock()
-			if ran {
-				continue
-			}
 			if held {
-				s.mu.Unlock()
 				nap(s.p, nil)
-				s.mu.Lock()
+			}
+			s.mu.Lock()
+			if ran || held || len(s.finished) > 0 {
 				continue
 			}
 		}

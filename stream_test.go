@@ -894,3 +894,38 @@ func TestMapSeqAllocatesNothingPerValue(t *testing.T) {
 		})
 	}
 }
+
+// TestMapSeqRangeInATaskMissesNoReturnWhileItHelps: a MapSeq range made inside a function of
+// the pool, from the context crew gave it (so its waits help), whose one call a worker takes
+// and finishes while the ranging goroutine looks for a queued call to run itself. The call's
+// return, finding no one asleep, sends no wake: the range must see it all the same, or it
+// waits for ever. Repeated for a second, sweeping the call's length across that window.
+func TestMapSeqRangeInATaskMissesNoReturnWhileItHelps(t *testing.T) {
+	p := crew.New(2)
+	deadline := time.Now().Add(time.Second)
+	for iter := 0; time.Now().Before(deadline); iter++ {
+		g, _ := p.Group(context.Background())
+		g.Go(func(ctx context.Context) error {
+			for _, err := range crew.MapSeq(ctx, p, countTo(1), func(ctx context.Context, v int) (int, error) {
+				for i := 0; i < iter%64; i++ { // a few ns to a few µs, to sweep the window
+					_ = i * i
+				}
+				return v, nil
+			}) {
+				if err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		done := goRun(func() { g.Wait() })
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			s := p.Stats()
+			// The stuck range holds a worker for ever: no StopAndWait (it would hang too).
+			t.Fatalf("iteration %d: a MapSeq range inside a task never ended; Stats %+v (its call has ended: Running counts only the ranging function)", iter, s)
+		}
+	}
+	p.StopAndWait()
+}
