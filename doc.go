@@ -86,7 +86,11 @@
 // or call was made from, and the worker has none again once the function returns, panics or
 // calls runtime.Goexit; so work that a request labelled with pprof.Do hands to a pool shows
 // in profiles under the request's labels. A function that [CallerRuns] runs on its submitter
-// keeps the submitter's labels.
+// keeps the submitter's labels, and one that a waiting function runs itself in its slot
+// ("Waits that help" below) keeps the labels the waiting function runs under: crew cannot
+// read a goroutine's labels to give them back, so it leaves them as they are. A nested group
+// made from the context crew gave a function carries that function's labels anyway; labels
+// added to it for the nested functions alone show only where a worker runs them.
 //
 // # Lifecycle
 //
