@@ -29,7 +29,7 @@ func TestAmidKeyedOnSubPoolWithHooksAndGoexit(t *testing.T) {
 	k := crew.NewKeyed[int](sub, crew.WithQueueSize(4))
 	stop := make(chan struct{})
 	var storms sync.WaitGroup
-	repeatUntil(&storms, stop, func() { p.Pause(); time.Sleep(50 * time.Microsecond); p.Resume() })
+	repeatUntil(&storms, stop, func() { p.Pause(); time.Sleep(50 * time.Microsecond); p.Resume(); time.Sleep(50 * time.Microsecond) })
 	repeatUntil(&storms, stop, func() { p.Resize(1); time.Sleep(40 * time.Microsecond); p.Resize(3) })
 	const keys, per = 4, 60
 	var last [keys]atomic.Int64

@@ -67,6 +67,10 @@ func ovlKeyedRound(t *testing.T, round int) {
 		p.Pause()
 		time.Sleep(80 * time.Microsecond)
 		p.Resume()
+		// A gap before the next pause: with none, a sub-pool whose parent and itself take
+		// turns being paused may never find both running, and the submitters would wait
+		// for the storm, which waits for them.
+		time.Sleep(80 * time.Microsecond)
 	})
 	repeatUntil(&opWG, stop, func() {
 		root.Resize(1 + rand.IntN(3))

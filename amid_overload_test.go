@@ -205,6 +205,7 @@ func ovlChaosRound(t *testing.T, seed uint64, stopNow bool) {
 		tr.pools[i].p.Pause()
 		time.Sleep(100 * time.Microsecond)
 		tr.pools[i].p.Resume()
+		time.Sleep(100 * time.Microsecond) // a gap, or a pool below may never find the tree running
 	})
 	repeatUntil(&opWG, stop, func() {
 		i := rand.IntN(len(tr.pools))

@@ -68,7 +68,7 @@ func TestAmidStatsSnapshotsAcrossLives(t *testing.T) {
 	}
 	stop := make(chan struct{})
 	var storms sync.WaitGroup
-	repeatUntil(&storms, stop, func() { p.Pause(); time.Sleep(30 * time.Microsecond); p.Resume() })
+	repeatUntil(&storms, stop, func() { p.Pause(); time.Sleep(30 * time.Microsecond); p.Resume(); time.Sleep(30 * time.Microsecond) })
 	repeatUntil(&storms, stop, func() { p.Resize(1); time.Sleep(30 * time.Microsecond); p.Resize(3) })
 	var work sync.WaitGroup
 	var hung atomic.Int32
