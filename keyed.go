@@ -439,30 +439,34 @@ func (r *keyRunner[K]) run() worker.Outcome {
 		// the pool is paused, over a lowered limit, out of rate tokens or behind a higher
 		// priority (worker.Engine.GoesOn). Otherwise the turn ends, and the runner waits in
 		// the pool's queue like any task.
-		if n == keyBatch || (r.more() && !k.p.core.e.GoesOn()) {
+		if n == keyBatch {
+			returned = true
+			r.end(panicked)
+			return worker.Completed
+		}
+		// With nothing waiting, the key's state goes in the same step as the look: a task
+		// submitted after it finds no runner and queues a new one, which the pool starts as
+		// any task, rather than being taken by this turn unasked.
+		k.mu.Lock()
+		if r.head == len(r.tasks) {
+			k.finished(panicked)
+			k.forget(r)
+			k.mu.Unlock()
+			returned = true
+			return worker.Completed
+		}
+		k.mu.Unlock()
+		if !k.p.core.e.GoesOn() {
 			returned = true
 			r.end(panicked)
 			return worker.Completed
 		}
 		k.mu.Lock()
 		k.finished(panicked)
-		var ok bool
-		if t, ok = r.pop(); !ok {
-			k.forget(r)
-			k.mu.Unlock()
-			returned = true
-			return worker.Completed
-		}
+		t, _ = r.pop() // the key's tasks only grow while its turn runs
 		k.started()
 		k.mu.Unlock()
 	}
-}
-
-// more reports whether the key has a task waiting for its runner.
-func (r *keyRunner[K]) more() bool {
-	r.k.mu.Lock()
-	defer r.k.mu.Unlock()
-	return r.head < len(r.tasks)
 }
 
 // one runs t with the pool's Started and Finished hooks and gives its panic to the panic

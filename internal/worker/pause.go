@@ -50,7 +50,10 @@ func (e *Engine[T]) Admits() bool {
 		return false
 	}
 	e.mu.Lock()
-	within := e.running+e.held <= e.max
+	// e's own turn at its level in its parent counts too: a task of a sub-pool of e starts
+	// as a task of e would, and not while a higher level waits above e
+	// (TestSubPoolOfASubPoolYieldsToAHigherLevelAboveIt).
+	within := e.running+e.held <= e.max && !e.turnOver()
 	e.mu.Unlock()
 	if !within {
 		return false
