@@ -316,13 +316,16 @@ func TestAmidMapSeqBoundSurvivesResize(t *testing.T) {
 		var worst int64
 		stop := make(chan struct{})
 		var wg sync.WaitGroup
-		repeatUntil(&wg, stop, func() { p.Resize(8); time.Sleep(50 * time.Microsecond); p.Resize(1); time.Sleep(50 * time.Microsecond) })
+		storm := func() { p.Resize(8); time.Sleep(50 * time.Microsecond); p.Resize(1); time.Sleep(50 * time.Microsecond) }
 		for _, err := range seq(context.Background(), p, endless(&pulled), func(ctx context.Context, v int) (int, error) {
 			time.Sleep(time.Duration(v%4) * 50 * time.Microsecond)
 			return v, nil
 		}) {
 			must(t, err)
 			yielded++
+			if yielded == 1 { // the range has read its W, 2: the storm starts now
+				repeatUntil(&wg, stop, storm)
+			}
 			// the value being yielded counts as pulled and yielded
 			if d := pulled.Load() - int64(yielded); d > worst {
 				worst = d

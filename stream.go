@@ -450,6 +450,10 @@ func (s *seqRun[T, R]) release(t *seqTask[T, R]) {
 		return // the worker that reaches it reads its claim: it stays as it is
 	}
 	*t = seqTask[T, R]{s: s}
+	// A wait's list of functions it may run (helper.queue) may still hold t: cleared, its
+	// claim would read as queued, and the wait would run an empty holder
+	// (TestMapSeqWaitRunsNoHolderItHasFreed). push gives it a new claim when it reuses it.
+	t.c.state.Store(ended)
 	s.free = append(s.free, t)
 }
 
