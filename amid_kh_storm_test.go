@@ -1,0 +1,172 @@
+package crew_test
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/crewgo/crew"
+)
+
+// keyChecker records per-key order and one-at-a-time, and that each keyed task runs once.
+type keyChecker struct {
+	mu     sync.Mutex
+	next   map[int]int // key -> next expected seq
+	inside map[int]bool
+	runs   map[[2]int]int
+	errs   []string
+}
+
+func newKeyChecker() *keyChecker {
+	return &keyChecker{next: map[int]int{}, inside: map[int]bool{}, runs: map[[2]int]int{}}
+}
+
+func (c *keyChecker) enter(key, seq int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.inside[key] {
+		c.errs = append(c.errs, fmt.Sprintf("key %d: task %d started while another of the key ran", key, seq))
+	}
+	c.inside[key] = true
+	c.runs[[2]int{key, seq}]++
+	if c.runs[[2]int{key, seq}] > 1 {
+		c.errs = append(c.errs, fmt.Sprintf("key %d task %d ran twice", key, seq))
+	}
+	if seq < c.next[key] {
+		c.errs = append(c.errs, fmt.Sprintf("key %d: task %d started after task %d", key, seq, c.next[key]-1))
+	}
+	c.next[key] = seq + 1
+}
+
+func (c *keyChecker) exit(key int) {
+	c.mu.Lock()
+	c.inside[key] = false
+	c.mu.Unlock()
+}
+
+// A Keyed on a sub-pool of a sub-pool with priorities, hooks on the leaf, under Pause/Resume,
+// Resize and SetRateLimit storms on every level, with panics, panic(nil) and Goexit in some
+// keyed tasks: per-key order and one-at-a-time hold, each task runs once, the hooks see each
+// keyed task once, Keyed.Stats and the pools' Stats are consistent once idle.
+func TestAmidKeyedNestedStorm(t *testing.T) {
+	var queued, startedH, finishedH atomic.Int64
+	root := crew.New(3)
+	defer root.StopAndWait()
+	mid := root.Sub(2, crew.WithPriority(1))
+	other := root.Sub(2, crew.WithPriority(2))
+	leaf := mid.Sub(2, crew.WithPriority(-1), crew.WithPanicHandler(func(any, []byte) {}), crew.WithHooks(crew.Hooks{
+		Queued:   func(crew.TaskInfo) { queued.Add(1) },
+		Started:  func(crew.TaskInfo) { startedH.Add(1) },
+		Finished: func(crew.TaskInfo) { finishedH.Add(1) },
+	}))
+	leaf2 := mid.Sub(1)
+	k := crew.NewKeyed[int](leaf)
+	k2 := crew.NewKeyed[int](root)
+	c, c2 := newKeyChecker(), newKeyChecker()
+
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	pauser := func(p *crew.Pool, d time.Duration) func() {
+		return func() {
+			p.Pause()
+			time.Sleep(d)
+			p.Resume()
+			time.Sleep(d)
+		}
+	}
+	repeatUntil(&wg, stop, pauser(root, 300*time.Microsecond))
+	repeatUntil(&wg, stop, pauser(mid, 200*time.Microsecond))
+	repeatUntil(&wg, stop, pauser(leaf, 250*time.Microsecond))
+	repeatUntil(&wg, stop, func() {
+		leaf.Resize(1 + rand.IntN(3))
+		root.Resize(1 + rand.IntN(4))
+		time.Sleep(300 * time.Microsecond)
+	})
+	repeatUntil(&wg, stop, func() {
+		if rand.IntN(2) == 0 {
+			leaf.SetRateLimit(20000, 4)
+		} else {
+			leaf.SetRateLimit(math.Inf(1), 1)
+		}
+		time.Sleep(500 * time.Microsecond)
+	})
+	repeatUntil(&wg, stop, func() {
+		_ = other.Submit(func() { time.Sleep(20 * time.Microsecond) })
+		_ = leaf2.Submit(func() {})
+		_ = root.Submit(func() {})
+		time.Sleep(50 * time.Microsecond)
+	})
+
+	const keys, per = 6, 150
+	var ran2 atomic.Int64
+	var submitters sync.WaitGroup
+	for key := range keys {
+		submitters.Add(1)
+		go func() {
+			defer submitters.Done()
+			for seq := range per {
+				must(t, k.Submit(key, func() {
+					c.enter(key, seq)
+					defer c.exit(key)
+					switch seq % 37 {
+					case 5:
+						panic("boom")
+					case 11:
+						panic(nil)
+					case 17:
+						runtime.Goexit()
+					}
+					if seq%7 == 0 {
+						runtime.Gosched()
+					}
+				}))
+				must(t, k2.Submit(key, func() {
+					c2.enter(key, seq)
+					defer c2.exit(key)
+					ran2.Add(1)
+				}))
+				if seq%20 == 0 {
+					time.Sleep(200 * time.Microsecond)
+				}
+			}
+		}()
+	}
+	awaitReturn(t, "submitters", goRun(submitters.Wait))
+	awaitReturn(t, "k.Wait under storm", goRun(k.Wait))
+	awaitReturn(t, "k2.Wait under storm", goRun(k2.Wait))
+	close(stop)
+	wg.Wait()
+	root.Resume()
+	mid.Resume()
+	leaf.Resume()
+	leaf.SetRateLimit(math.Inf(1), 1)
+	awaitReturn(t, "root.Wait", goRun(root.Wait))
+
+	for _, cc := range []*keyChecker{c, c2} {
+		cc.mu.Lock()
+		if len(cc.errs) > 0 {
+			t.Errorf("order errors: %v", cc.errs[:min(10, len(cc.errs))])
+		}
+		if len(cc.runs) != keys*per {
+			t.Errorf("%d distinct keyed tasks ran, want %d", len(cc.runs), keys*per)
+		}
+		cc.mu.Unlock()
+	}
+	ks := k.Stats()
+	idleIdentity(t, "leaf keyed", ks)
+	idleIdentity(t, "root keyed", k2.Stats())
+	if ks.Accepted != keys*per || ks.Panicked == 0 {
+		t.Errorf("leaf keyed stats %+v", ks)
+	}
+	if q, s, f := queued.Load(), startedH.Load(), finishedH.Load(); q != keys*per || s != keys*per || f != keys*per {
+		t.Errorf("leaf hooks: Queued %d Started %d Finished %d, want %d each", q, s, f, keys*per)
+	}
+	for _, p := range []*crew.Pool{root, mid, leaf, leaf2, other} {
+		idleIdentity(t, "pool", p.Stats())
+	}
+}
