@@ -447,6 +447,8 @@ func (r *keyRunner[K]) run() worker.Outcome {
 		// With nothing waiting, the key's state goes in the same step as the look: a task
 		// submitted after it finds no runner and queues a new one, which the pool starts as
 		// any task, rather than being taken by this turn unasked.
+		// GoesOn is asked with k.mu held, as enqueue admits a runner: locks go Keyed, then
+		// the pool's engine.
 		k.mu.Lock()
 		if r.head == len(r.tasks) {
 			k.finished(panicked)
@@ -455,15 +457,14 @@ func (r *keyRunner[K]) run() worker.Outcome {
 			returned = true
 			return worker.Completed
 		}
-		k.mu.Unlock()
 		if !k.p.core.e.GoesOn() {
+			k.mu.Unlock()
 			returned = true
 			r.end(panicked)
 			return worker.Completed
 		}
-		k.mu.Lock()
 		k.finished(panicked)
-		t, _ = r.pop() // the key's tasks only grow while its turn runs
+		t, _ = r.pop()
 		k.started()
 		k.mu.Unlock()
 	}

@@ -7,6 +7,7 @@ package worker
 func (e *Engine[T]) Resize(n int) {
 	e.mu.Lock()
 	e.max = n
+	e.reopen()
 	var dismissed []*worker[T]
 	if extra := e.workers - n; extra > 0 {
 		dismissed = e.dismissOldest(min(extra, len(e.idle)))

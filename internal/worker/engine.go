@@ -272,6 +272,7 @@ type Engine[T any] struct {
 	dropped, callerRan          uint64 // DiscardOldest drops, CallerRuns runs
 
 	paused atomic.Bool            // written under mu; read by sub-pools without it
+	goOn   atomic.Bool            // nothing but the limit holds a start, and it is kept: see reopen
 	rate   atomic.Pointer[bucket] // nil: no rate limit; see rate.go
 
 	spares  *spare.Pool[*worker[T]] // shared by the engines of T: see newWorker

@@ -25,6 +25,17 @@ func (e *Engine[T]) regate() {
 	if e.paused.Load() || e.rate.Load() != nil || e.cfg.Parent != nil || e.cfg.Guarded {
 		e.gated = 1
 	}
+	e.reopen()
+}
+
+// reopen recomputes goOn, which GoesOn reads without the lock: set while nothing but the
+// limit may hold a start back (no gate, weight, turn or level) and the tasks running are
+// within the limit. Without a gate, weight or sub-pool, only a Resize takes them beyond it,
+// and Resize calls reopen: a task holding its slot may go on while goOn is set. After a
+// Resize found more running than its limit, goOn stays clear until the next reopen, and
+// GoesOn takes the lock. Callers hold e.mu, or own e alone (New).
+func (e *Engine[T]) reopen() {
+	e.goOn.Store(e.gated == 0 && e.sched == 0 && e.queue.lv == nil && e.running+e.held <= e.max)
 }
 
 // open reports whether e's own pause and rate limit let a task start now, and if so takes

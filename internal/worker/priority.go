@@ -214,6 +214,7 @@ func (e *Engine[T]) UseLevels() {
 		lv.n++
 	}
 	e.queue.lv = lv
+	e.reopen()
 }
 
 // UseTurns makes the engine's workers, which must be a sub-pool's (Config.Start), give the
@@ -221,5 +222,6 @@ func (e *Engine[T]) UseLevels() {
 func (e *Engine[T]) UseTurns() {
 	e.mu.Lock()
 	e.sched |= gateTurns
+	e.reopen()
 	e.mu.Unlock()
 }

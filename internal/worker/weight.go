@@ -28,6 +28,7 @@ const gateWeights = 1 << iota
 func (e *Engine[T]) UseWeights() {
 	e.mu.Lock()
 	e.sched |= gateWeights
+	e.reopen()
 	e.mu.Unlock()
 }
 
