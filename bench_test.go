@@ -135,6 +135,35 @@ func BenchmarkSleepingTasks(b *testing.B) {
 	}
 }
 
+// BenchmarkKeyed measures one submitter of tiny tasks over 8 keys of a Keyed, on a pool of 4
+// and on a prioritised sub-pool of one, timed until the last has run: each key's turn runs
+// its tasks back to back, asking the pool before each one whether it may go on
+// (internal/worker/measurements.md, "A key's turn asks before each keyed task").
+func BenchmarkKeyed(b *testing.B) {
+	for _, onSub := range []bool{false, true} {
+		b.Run(fmt.Sprintf("sub=%v", onSub), func(b *testing.B) {
+			b.ReportAllocs()
+			root := crew.New(4)
+			p := root
+			if onSub {
+				p = root.Sub(4, crew.WithPriority(1))
+			}
+			k := crew.NewKeyed[int](p)
+			var ran atomic.Int64
+			task := func() { ran.Add(1) }
+			for i := range b.N {
+				if err := k.Submit(i%8, task); err != nil {
+					b.Fatal(err)
+				}
+			}
+			k.Wait()
+			b.StopTimer()
+			root.StopAndWait()
+			checkRan(b, &ran, b.N)
+		})
+	}
+}
+
 // BenchmarkInvoke measures one submitter passing an int to a FuncPool.
 func BenchmarkInvoke(b *testing.B) {
 	for _, w := range benchWorkers {
