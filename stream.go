@@ -444,9 +444,13 @@ func (s *seqRun[T, R]) take() *seqTask[T, R] {
 }
 
 // release clears t, so that it keeps nothing alive, and keeps it for reuse, unless its place
-// in p's queue is still to be reached by a worker (husk).
+// in p's queue is still to be reached by a worker (husk), or p gives its functions a task
+// timeout: the timer's context has t's call as its parent, and a timer that fires as the
+// function returns reads that parent from the timer's goroutine after t was handed back
+// (TestAmidTaskTimeoutOnNestedSubPools found it under -race), so t is left to the garbage
+// collector, as it is.
 func (s *seqRun[T, R]) release(t *seqTask[T, R]) {
-	if t.husk {
+	if t.husk || s.p.core.cfg.taskTimeout > 0 {
 		return // the worker that reaches it reads its claim: it stays as it is
 	}
 	*t = seqTask[T, R]{s: s}

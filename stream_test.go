@@ -929,3 +929,31 @@ func TestMapSeqRangeInATaskMissesNoReturnWhileItHelps(t *testing.T) {
 	}
 	p.StopAndWait()
 }
+
+// TestMapSeqUnderATaskTimeoutReusesNoHolderATimerReads: each call waits for its context to
+// end by the pool's task timeout and returns at that moment, when the timer's goroutine
+// still reads the call's context, its parent. The range must not have cleared and reused the
+// call's holder meanwhile (the race detector, and a nil pointer, said so).
+func TestMapSeqUnderATaskTimeoutReusesNoHolderATimerReads(t *testing.T) {
+	p := crew.New(4, crew.WithTaskTimeout(200*time.Microsecond))
+	defer p.StopAndWait()
+	for _, ordered := range []bool{true, false} {
+		seq := crew.MapSeq[int, int]
+		if !ordered {
+			seq = crew.MapSeqUnordered[int, int]
+		}
+		n := 0
+		for _, err := range seq(context.Background(), p, countTo(200), func(ctx context.Context, v int) (int, error) {
+			<-ctx.Done()
+			return v, nil
+		}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			n++
+		}
+		if n != 200 {
+			t.Fatalf("ordered=%v: %d of 200 results", ordered, n)
+		}
+	}
+}
