@@ -33,18 +33,10 @@ func (e *Engine[T]) GoesOn() bool {
 	if e.goOn.Load() {
 		return true
 	}
-	if e.paused.Load() {
-		return false
-	}
+	// Otherwise it is what e asks of a task of a sub-pool of e (Admits), and that no task of
+	// a higher level waits in e's own queue.
 	e.mu.Lock()
 	above, _ := e.queuedFrom(0)
-	ok := e.running+e.held <= e.max && !above && !e.turnOver()
 	e.mu.Unlock()
-	if !ok {
-		return false
-	}
-	if b := e.rate.Load(); b != nil && !b.take() {
-		return false
-	}
-	return e.cfg.Parent == nil || e.cfg.Parent.Admits()
+	return !above && e.Admits()
 }
