@@ -26,7 +26,7 @@ const benchWorkers = 16
 //     guarded by a semaphore of benchWorkers slots, acknowledging with DoubleAck; nats.go
 //     buffers up to its default of 500 messages ahead.
 //   - nats-fetch: a loop of nats.go's Fetch, each for the free slots of a semaphore of
-//     2*benchWorkers (crew's default in-flight limit plus prefetch), a goroutine per message
+//     2*benchWorkers (the in-flight limit plus a prefetch of as many), a goroutine per message
 //     of which benchWorkers run the handler at once, acknowledging with DoubleAck: the pull
 //     that Consume is built on, without crew, to tell its cost from crew's.
 //

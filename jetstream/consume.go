@@ -168,6 +168,11 @@ type run struct {
 	maxExpires time.Duration // the consumer's MaxRequestExpires; 0: none
 	limitsGen  int           // counts the changes of maxBatch and maxExpires
 	live       delivery      // sentinel of the ring of messages held
+	// The default prefetch follows the rate at which messages are settled (see prefetch).
+	settled      int       // messages settled so far
+	spanStart    time.Time // the start of the span the rate is measured over
+	spanSettled  int       // settled at spanStart
+	autoPrefetch int       // the default prefetch from the last span's rate; 0: none yet
 }
 
 func (r *run) run(ctx context.Context) error {
@@ -178,6 +183,7 @@ func (r *run) run(ctx context.Context) error {
 	r.pulling, r.stopPulls = context.WithCancel(context.WithoutCancel(ctx))
 	defer r.stopPulls()
 	r.live.prev, r.live.next = &r.live, &r.live
+	r.spanStart = time.Now()
 	unregister := context.AfterFunc(ctx, r.stop)
 	defer unregister()
 
@@ -274,18 +280,37 @@ func (r *run) limits(info *jetstream.ConsumerInfo) bool {
 	return changed
 }
 
-// slots returns the in-flight limit, and how many messages the run may hold: the limit plus
-// the prefetch.
-func (r *run) slots() (limit, slots int) {
-	limit = r.cfg.maxInFlight
-	if limit == 0 {
-		limit = r.pool.Stats().MaxWorkers
+// limit returns the in-flight limit.
+func (r *run) limit() int {
+	if r.cfg.maxInFlight > 0 {
+		return r.cfg.maxInFlight
 	}
-	prefetch := r.cfg.prefetch
-	if prefetch < 0 {
-		prefetch = limit
+	return r.pool.Stats().MaxWorkers
+}
+
+// The default prefetch holds about prefetchWork of work: what the handlers settle in that
+// time at the rate of the last span of at least rateSpan, but no fewer messages than the
+// in-flight limit, and no more than maxPrefetch unless the limit is larger. A span no shorter
+// than prefetchWork never counts more than the messages settled in it, however they bunch
+// up: handlers slower than the span hold little beyond the limit.
+const (
+	prefetchWork = 100 * time.Millisecond
+	rateSpan     = prefetchWork
+	maxPrefetch  = 500
+)
+
+// prefetch returns how many messages the run may hold beyond the in-flight limit, at time
+// now. Callers hold r.mu.
+func (r *run) prefetch(limit int, now time.Time) int {
+	if r.cfg.prefetch >= 0 {
+		return r.cfg.prefetch
 	}
-	return limit, limit + prefetch
+	if span := now.Sub(r.spanStart); span >= rateSpan {
+		work := float64(r.settled-r.spanSettled) * float64(prefetchWork) / float64(span)
+		r.autoPrefetch = max(limit, min(int(work), maxPrefetch))
+		r.spanStart, r.spanSettled = now, r.settled
+	}
+	return max(limit, r.autoPrefetch)
 }
 
 // poolRoom is how many more tasks p accepts now without blocking or refusing, or -1 when its
@@ -313,13 +338,15 @@ const roomPoll = 2 * time.Millisecond
 // the order the server sent them. When it returns 0, wait is how long to wait before trying
 // again (0: until something changes).
 func (r *run) reserve() (n int, expiry time.Duration, gen int, wait time.Duration) {
-	limit, slots := r.slots()
+	limit := r.limit()
 	room := r.poolRoom()
+	now := time.Now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if d := time.Until(r.retryAt); d > 0 {
+	if d := r.retryAt.Sub(now); d > 0 {
 		return 0, 0, 0, d
 	}
+	slots := limit + r.prefetch(limit, now)
 	free := slots - r.held
 	maxPulls := 2
 	if r.keyed != nil {

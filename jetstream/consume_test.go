@@ -79,6 +79,53 @@ func TestConsumeHoldsAtMostTheLimitPlusThePrefetch(t *testing.T) {
 	}
 }
 
+// TestConsumeDefaultPrefetchFollowsTheHandlers proves what WithPrefetch promises of the
+// default: fast handlers get a prefetch well beyond the in-flight limit, and never more than
+// 500 messages; handlers slower than 100 ms hold no more than the limit beyond it.
+func TestConsumeDefaultPrefetchFollowsTheHandlers(t *testing.T) {
+	const limit = 4
+	for _, tc := range []struct {
+		name     string
+		n        int
+		work     time.Duration
+		min, max int64 // of the most messages held at once
+	}{
+		{"fast", 5000, 0, 3 * limit, limit + 500},
+		{"slow", 16, 500 * time.Millisecond, 0, 2 * limit},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			q := newQueue(t, jetstream.ConsumerConfig{})
+			publish(t, q.js, tc.n)
+			p := newPool(t, limit)
+			var handled atomic.Int64
+			stop, _ := consumeInBackground(t, func(ctx context.Context) error {
+				return crewjs.Consume(ctx, q.cons, p, func(context.Context, jetstream.Msg) error {
+					time.Sleep(tc.work)
+					handled.Add(1)
+					return nil
+				}, failOnError(t))
+			})
+			// The server's count of unacknowledged messages is what the run holds.
+			var most int64
+			deadline := time.Now().Add(time.Minute)
+			for handled.Load() < int64(tc.n) {
+				if time.Now().After(deadline) {
+					t.Fatalf("%d of %d messages handled in a minute", handled.Load(), tc.n)
+				}
+				most = max(most, int64(info(t, q.cons).NumAckPending))
+				time.Sleep(5 * time.Millisecond)
+			}
+			if err := stop(); err != nil {
+				t.Fatal(err)
+			}
+			if most < tc.min || most > tc.max {
+				t.Errorf("at most %d messages held at once, want %d to %d", most, tc.min, tc.max)
+			}
+			checkDrained(t, q.st, q.cons)
+		})
+	}
+}
+
 // TestConsumeKeepsALongHandlerFromBeingRedelivered proves the in-progress promise: a handler
 // that runs three times the ack wait gets in-progress signals every half ack wait, so the
 // server never redelivers its message, and the signals stop once the message is settled.

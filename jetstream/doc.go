@@ -20,7 +20,8 @@
 // [WithPrefetch]) of messages at a time: it asks the server for no more messages than it has
 // free slots, and a slot is free again only when its message is settled. The in-flight limit
 // defaults to the pool's worker limit, so a busy pool slows the pulls down instead of piling
-// messages up in memory or letting them wait for a worker past their ack wait. On a pool
+// messages up in memory or letting them wait for a worker past their ack wait; the prefetch
+// defaults to about 100 ms of the handlers' work (see [WithPrefetch]). On a pool
 // with a bounded queue, Consume also pulls no more than the pool has room for, and a message
 // is never refused once pulled: the consumer's MaxDeliver counts the times a handler ran.
 //

@@ -54,10 +54,16 @@ func WithMaxInFlight(n int) Option {
 // WithPrefetch sets how many messages Consume may hold beyond the in-flight limit
 // ([WithMaxInFlight]), so that a worker that finishes finds the next message already pulled
 // instead of waiting for a round trip to the server. Prefetched messages wait in the pool's
-// queue and get in-progress signals like the others. The default is the in-flight limit, so
-// that the workers stay busy while a pull is on its way; a smaller prefetch leaves fewer
-// messages waiting in this process that another could be running. 0 pulls only for idle
-// slots. It panics if n is negative.
+// queue and get in-progress signals like the others. A larger prefetch means fewer, larger
+// pulls; a smaller one leaves fewer messages waiting in this process that another could be
+// running. 0 pulls only for idle slots. It panics if n is negative.
+//
+// By default the prefetch sizes itself to about 100 ms of work: as many messages as the
+// handlers settled in 100 ms, going by the rate over the last 100 ms or more, at least the
+// in-flight limit and at most 500 (or the limit, if that is larger). Fast handlers then get
+// pulls of a hundred messages and more, as nats.go's own Consume keeps up to 500 coming,
+// while slow ones (a second each, say) hold no more than twice the limit, so that other
+// processes sharing the consumer find the rest on the server.
 func WithPrefetch(n int) Option {
 	if n < 0 {
 		panic(fmt.Sprintf("crew/jetstream: WithPrefetch: n must be >= 0, got %d", n))

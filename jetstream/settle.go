@@ -160,6 +160,7 @@ func (d *delivery) send(o outcome, cause error) {
 	r.mu.Lock()
 	d.prev.next, d.next.prev = d.next, d.prev
 	r.held--
+	r.settled++
 	r.mu.Unlock()
 	r.signal()
 	if err != nil && !errors.Is(err, jetstream.ErrMsgAlreadyAckd) {
