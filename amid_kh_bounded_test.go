@@ -24,13 +24,7 @@ func TestAmidKeyedBoundedQueueSnapshots(t *testing.T) {
 	k := crew.NewKeyed[int](sub, crew.WithQueueSize(qs))
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	repeatUntil(&wg, stop, func() {
-		pp := []*crew.Pool{p, sub}[rand.IntN(2)]
-		pp.Pause()
-		time.Sleep(200 * time.Microsecond)
-		pp.Resume()
-		time.Sleep(200 * time.Microsecond)
-	})
+	pauseStorm(&wg, stop, 200*time.Microsecond, p, sub)
 	repeatUntil(&wg, stop, func() {
 		sub.Resize(1 + rand.IntN(3))
 		time.Sleep(300 * time.Microsecond)

@@ -34,12 +34,7 @@ func TestAmidKeyedDiscardOldest(t *testing.T) {
 		plainRuns := make([]atomic.Int32, plain)
 		stop := make(chan struct{})
 		var wg sync.WaitGroup
-		repeatUntil(&wg, stop, func() {
-			p.Pause()
-			time.Sleep(100 * time.Microsecond)
-			p.Resume()
-			time.Sleep(100 * time.Microsecond)
-		})
+		pauseStorm(&wg, stop, 100*time.Microsecond, p)
 		var subs sync.WaitGroup
 		for key := range keys {
 			subs.Add(1)

@@ -139,13 +139,7 @@ func TestAmidNestedHelpingWaitsUnderStorms(t *testing.T) {
 		stop := make(chan struct{})
 		var wg sync.WaitGroup
 		if iter%2 == 0 {
-			repeatUntil(&wg, stop, func() {
-				q := ps[rand.IntN(2)]
-				q.Pause()
-				time.Sleep(300 * time.Microsecond)
-				q.Resume()
-				time.Sleep(300 * time.Microsecond)
-			})
+			pauseStorm(&wg, stop, 300*time.Microsecond, ps...)
 		}
 		repeatUntil(&wg, stop, func() {
 			if rand.IntN(2) == 0 {

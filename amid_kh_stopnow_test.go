@@ -34,13 +34,7 @@ func TestAmidKeyedStopNowStorm(t *testing.T) {
 		}
 		stop := make(chan struct{})
 		var wg sync.WaitGroup
-		repeatUntil(&wg, stop, func() {
-			p := pools[rand.IntN(3)]
-			p.Pause()
-			time.Sleep(100 * time.Microsecond)
-			p.Resume()
-			time.Sleep(100 * time.Microsecond)
-		})
+		pauseStorm(&wg, stop, 100*time.Microsecond, pools...)
 		var subs sync.WaitGroup
 		for i, k := range ks {
 			for key := range keys {

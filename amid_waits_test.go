@@ -177,18 +177,8 @@ func TestAmidNestedUnderPauseAndResize(t *testing.T) {
 	}
 	stop := make(chan struct{})
 	var storms sync.WaitGroup
-	repeatUntil(&storms, stop, func() {
-		p.Pause()
-		time.Sleep(100 * time.Microsecond)
-		p.Resume()
-		time.Sleep(100 * time.Microsecond)
-	})
-	repeatUntil(&storms, stop, func() {
-		sub.Pause()
-		time.Sleep(70 * time.Microsecond)
-		sub.Resume()
-		time.Sleep(70 * time.Microsecond)
-	})
+	pauseStorm(&storms, stop, 100*time.Microsecond, p)
+	pauseStorm(&storms, stop, 70*time.Microsecond, sub)
 	repeatUntil(&storms, stop, func() {
 		p.Resize(1)
 		time.Sleep(50 * time.Microsecond)

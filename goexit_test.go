@@ -210,17 +210,7 @@ func TestGoexitInAGroupFunctionRunOnItsCallerEndsItOnce(t *testing.T) {
 	})
 	g := <-groups
 	<-fut.Done() // the function that made g has ended: a Wait here does not help
-	var err error
-	select {
-	case <-goRun(func() { err = g.Wait() }):
-	case <-time.After(3 * time.Second):
-		t.Fatalf("GroupAll.Wait never returns; stats %+v", p.Stats())
-	}
-	if n := strings.Count(err.Error(), "Goexit"); n != 1 {
-		t.Errorf("GroupAll.Wait = %q: the one Goexit reported %d times", err, n)
-	}
-	p.StopAndWait()
-	idleIdentity(t, "p", p.Stats())
+	waitReportsOneGoexit(t, p, g)
 }
 
 // TestGoexitUnderCallerRunsEndsAGroupFunctionOnce: the same through the CallerRuns policy,
@@ -239,13 +229,22 @@ func TestGoexitUnderCallerRunsEndsAGroupFunctionOnce(t *testing.T) {
 	})
 	g.Go(func(context.Context) error { return nil }) // runs on this goroutine too: the queue is full
 	close(gate)
+	waitReportsOneGoexit(t, p, g)
+}
+
+// waitReportsOneGoexit checks that g's Wait returns within 3 s with an error that reports one
+// runtime.Goexit once, then stops p and checks that its counters add up.
+func waitReportsOneGoexit(t *testing.T, p *crew.Pool, g *crew.Group) {
+	t.Helper()
 	var err error
 	select {
 	case <-goRun(func() { err = g.Wait() }):
 	case <-time.After(3 * time.Second):
 		t.Fatalf("GroupAll.Wait never returns; stats %+v", p.Stats())
 	}
-	if n := strings.Count(err.Error(), "Goexit"); n != 1 {
+	if err == nil {
+		t.Errorf("GroupAll.Wait = nil, want the Goexit reported")
+	} else if n := strings.Count(err.Error(), "Goexit"); n != 1 {
 		t.Errorf("GroupAll.Wait = %q: the one Goexit reported %d times", err, n)
 	}
 	p.StopAndWait()

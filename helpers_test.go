@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"iter"
 	"math"
+	"math/rand/v2"
 	"runtime"
 	"strings"
 	"sync"
@@ -630,4 +631,18 @@ func repeatUntil(wg *sync.WaitGroup, stop <-chan struct{}, f func()) {
 			f()
 		}
 	}()
+}
+
+// pauseStorm pauses one of pools, picked at random, for d and then leaves it running for d,
+// over and over on a goroutine counted in wg, until stop is closed. The gap after Resume
+// matters: without it, a sub-pool whose parent and itself take turns being paused may never
+// find both running, and its tasks wait for the storm to end.
+func pauseStorm(wg *sync.WaitGroup, stop <-chan struct{}, d time.Duration, pools ...*crew.Pool) {
+	repeatUntil(wg, stop, func() {
+		p := pools[rand.IntN(len(pools))]
+		p.Pause()
+		time.Sleep(d)
+		p.Resume()
+		time.Sleep(d)
+	})
 }
