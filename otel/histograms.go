@@ -22,7 +22,8 @@ const scale = 3
 // crew.task.wait.duration and crew.task.run.duration, in seconds. Give it to a reader with
 // [sdkmetric.WithProducer]. Each Produce call reads one Stats snapshot; it reports nothing
 // while the snapshot has no histograms (a pool built without [crew.WithLatencyHistograms]).
-// It panics if name is empty, src is nil, or an option sets the "pool" attribute.
+// It panics if name is empty, src is nil (or a nil *crew.Pool), or an option sets the "pool"
+// attribute.
 //
 // The pool's buckets are handed on as they are, at scale 3: the zero bucket holds the
 // durations up to 2^-20 s (its threshold), and the few above 2^12 s count in the bucket just
@@ -31,7 +32,7 @@ func Histograms(name string, src StatsSource, opts ...Option) sdkmetric.Producer
 	if name == "" {
 		panic("crewotel: Histograms: name must not be empty")
 	}
-	if src == nil {
+	if isNil(src) {
 		panic("crewotel: Histograms: src must not be nil")
 	}
 	return &producer{src: src, attrs: poolAttributes("Histograms", name, opts), start: time.Now()}

@@ -46,6 +46,7 @@ package crewotel
 import (
 	"context"
 	"errors"
+	"reflect"
 	"sync"
 
 	"github.com/crewgo/crew"
@@ -53,6 +54,19 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 )
+
+// isNil reports whether src is nil or holds a nil pointer or function (a nil *crew.Pool, a
+// nil StatsFunc), which would fail only at the first collection.
+func isNil(src StatsSource) bool {
+	if src == nil {
+		return true
+	}
+	switch v := reflect.ValueOf(src); v.Kind() {
+	case reflect.Pointer, reflect.Func, reflect.Map, reflect.Slice, reflect.Chan, reflect.Interface:
+		return v.IsNil()
+	}
+	return false
+}
 
 // StatsSource is anything that reports a [crew.Stats] snapshot. *crew.Pool and
 // *crew.FuncPool[T] satisfy it; [StatsFunc] makes one of a function.
@@ -108,8 +122,8 @@ func (r *Registration) Close() error { return r.Unregister() }
 // Observe registers the crew instruments with meter and a callback that reports the Stats of
 // src, with the attribute pool=name, at each collection. The callback reads one Stats snapshot
 // per collection. Any Stats source will do: a pool, a [crew.Keyed] once it reports Stats, or
-// a function wrapped in [StatsFunc]. It panics if name is empty, src is nil, meter is nil, or an option sets the
-// "pool" attribute; it returns an error, and registers nothing, if the meter cannot create an
+// a function wrapped in [StatsFunc]. It panics if name is empty, src is nil (or a nil
+// *crew.Pool), meter is nil, or an option sets the "pool" attribute; it returns an error, and registers nothing, if the meter cannot create an
 // instrument or register the callback.
 //
 // Several pools may be observed through one meter under different names; the instruments are
@@ -118,7 +132,7 @@ func Observe(meter metric.Meter, name string, src StatsSource, opts ...Option) (
 	if name == "" {
 		panic("crewotel: Observe: name must not be empty")
 	}
-	if src == nil {
+	if isNil(src) {
 		panic("crewotel: Observe: src must not be nil")
 	}
 	if meter == nil {

@@ -1,6 +1,7 @@
 package prom
 
 import (
+	"fmt"
 	"math"
 	"time"
 
@@ -18,8 +19,13 @@ const nativeSchema = 3
 const classicEvery = 8
 
 // histogramMetric builds one Prometheus histogram from h, with both native and classic
-// buckets.
+// buckets. A histogram whose buckets do not fit its counts (see crew.Histogram) is reported
+// as an invalid metric, which fails the scrape with that error rather than a panic.
 func histogramMetric(d *prometheus.Desc, h crew.Histogram) prometheus.Metric {
+	if len(h.Counts) == 0 || len(h.Buckets) != len(h.Counts)+1 {
+		return prometheus.NewInvalidMetric(d, fmt.Errorf("prom: a histogram of %d counts has %d bucket boundaries, want one more",
+			len(h.Counts), len(h.Buckets)))
+	}
 	classic := make(map[float64]uint64)
 	native := make(map[int]int64)
 	var zero, cum uint64

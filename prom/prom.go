@@ -43,9 +43,25 @@
 package prom
 
 import (
+	"fmt"
+	"reflect"
+
 	"github.com/crewgo/crew"
 	"github.com/prometheus/client_golang/prometheus"
 )
+
+// isNil reports whether src is nil or holds a nil pointer or function (a nil *crew.Pool, a
+// nil StatsFunc), which would fail only at the first collection.
+func isNil(src StatsSource) bool {
+	if src == nil {
+		return true
+	}
+	switch v := reflect.ValueOf(src); v.Kind() {
+	case reflect.Pointer, reflect.Func, reflect.Map, reflect.Slice, reflect.Chan, reflect.Interface:
+		return v.IsNil()
+	}
+	return false
+}
 
 // StatsSource is anything that reports a [crew.Stats] snapshot. *crew.Pool and
 // *crew.FuncPool[T] satisfy it; [StatsFunc] makes one of a function.
@@ -69,8 +85,8 @@ type config struct {
 }
 
 // WithConstLabels adds labels with fixed values to every metric of the collector, for example
-// the service or shard the pool belongs to. The label name "pool" is taken by the pool name:
-// [NewCollector] panics if labels holds it.
+// the service or shard the pool belongs to. The label name "pool" is taken by the pool name,
+// and "le" by the histograms' buckets: [NewCollector] panics if labels holds either.
 func WithConstLabels(labels prometheus.Labels) Option {
 	return func(c *config) {
 		for k, v := range labels {
@@ -143,7 +159,7 @@ func boolValue(b bool) float64 {
 }
 
 // NewCollector returns a collector exporting the Stats of src, labelled pool=name. It panics if
-// name is empty, src is nil, or an option sets the "pool" label. Any Stats source will do: a
+// name is empty, src is nil (or a nil *crew.Pool), or an option sets the "pool" or "le" label. Any Stats source will do: a
 // pool, a [crew.Keyed] once it reports Stats, or a function wrapped in [StatsFunc].
 //
 // Collectors registered with one registry must all have the same constant label names (the
@@ -155,15 +171,17 @@ func NewCollector(name string, src StatsSource, opts ...Option) *Collector {
 	if name == "" {
 		panic("prom: NewCollector: name must not be empty")
 	}
-	if src == nil {
+	if isNil(src) {
 		panic("prom: NewCollector: src must not be nil")
 	}
 	cfg := config{constLabels: prometheus.Labels{}}
 	for _, o := range opts {
 		o(&cfg)
 	}
-	if _, ok := cfg.constLabels["pool"]; ok {
-		panic(`prom: NewCollector: WithConstLabels must not set the "pool" label`)
+	for _, taken := range []string{"pool", "le"} {
+		if _, ok := cfg.constLabels[taken]; ok {
+			panic(fmt.Sprintf("prom: NewCollector: WithConstLabels must not set the %q label", taken))
+		}
 	}
 	labels := prometheus.Labels{"pool": name}
 	for k, v := range cfg.constLabels {
@@ -190,17 +208,18 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 // Collect reads one Stats snapshot from the source and sends the metrics built from it to ch:
-// the histograms only when the snapshot has them. Reading the snapshot once, not once per
-// metric, keeps the values of a scrape consistent with each other.
+// the histograms only when the snapshot has them (a nil or zero crew.Histogram is none).
+// Reading the snapshot once, not once per metric, keeps the values of a scrape consistent
+// with each other.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	s := c.src.Stats()
 	for _, m := range c.metrics {
 		ch <- prometheus.MustNewConstMetric(m.desc, m.kind, m.value(s))
 	}
-	if s.WaitTime != nil {
-		ch <- histogramMetric(c.waitSeconds, *s.WaitTime)
+	if h := s.WaitTime; h != nil && len(h.Counts) > 0 {
+		ch <- histogramMetric(c.waitSeconds, *h)
 	}
-	if s.RunTime != nil {
-		ch <- histogramMetric(c.runSeconds, *s.RunTime)
+	if h := s.RunTime; h != nil && len(h.Counts) > 0 {
+		ch <- histogramMetric(c.runSeconds, *h)
 	}
 }

@@ -508,6 +508,9 @@ func TestNewCollectorValidatesArguments(t *testing.T) {
 		{"pool const label", func() {
 			prom.NewCollector("p", fixedSource{}, prom.WithConstLabels(prometheus.Labels{"pool": "q"}))
 		}, `prom: NewCollector: WithConstLabels must not set the "pool" label`},
+		{"le const label", func() {
+			prom.NewCollector("p", fixedSource{}, prom.WithConstLabels(prometheus.Labels{"le": "x"}))
+		}, `prom: NewCollector: WithConstLabels must not set the "le" label`},
 		{"valid", func() { prom.NewCollector("p", fixedSource{}) }, ""},
 	}
 	for _, tt := range tests {
