@@ -1,7 +1,6 @@
 package crew_test
 
 import (
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"runtime"
@@ -12,42 +11,6 @@ import (
 
 	"github.com/crewgo/crew"
 )
-
-// keyChecker records per-key order and one-at-a-time, and that each keyed task runs once.
-type keyChecker struct {
-	mu     sync.Mutex
-	next   map[int]int // key -> next expected seq
-	inside map[int]bool
-	runs   map[[2]int]int
-	errs   []string
-}
-
-func newKeyChecker() *keyChecker {
-	return &keyChecker{next: map[int]int{}, inside: map[int]bool{}, runs: map[[2]int]int{}}
-}
-
-func (c *keyChecker) enter(key, seq int) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.inside[key] {
-		c.errs = append(c.errs, fmt.Sprintf("key %d: task %d started while another of the key ran", key, seq))
-	}
-	c.inside[key] = true
-	c.runs[[2]int{key, seq}]++
-	if c.runs[[2]int{key, seq}] > 1 {
-		c.errs = append(c.errs, fmt.Sprintf("key %d task %d ran twice", key, seq))
-	}
-	if seq < c.next[key] {
-		c.errs = append(c.errs, fmt.Sprintf("key %d: task %d started after task %d", key, seq, c.next[key]-1))
-	}
-	c.next[key] = seq + 1
-}
-
-func (c *keyChecker) exit(key int) {
-	c.mu.Lock()
-	c.inside[key] = false
-	c.mu.Unlock()
-}
 
 // A Keyed on a sub-pool of a sub-pool with priorities, hooks on the leaf, under Pause/Resume,
 // Resize and SetRateLimit storms on every level, with panics, panic(nil) and Goexit in some

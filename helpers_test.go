@@ -646,3 +646,56 @@ func pauseStorm(wg *sync.WaitGroup, stop <-chan struct{}, d time.Duration, pools
 		time.Sleep(d)
 	})
 }
+
+// keyChecker records per-key order and one-at-a-time, and that each keyed task runs once.
+type keyChecker struct {
+	mu     sync.Mutex
+	next   map[int]int // key -> next expected seq
+	inside map[int]bool
+	runs   map[[2]int]int
+	errs   []string
+}
+
+func newKeyChecker() *keyChecker {
+	return &keyChecker{next: map[int]int{}, inside: map[int]bool{}, runs: map[[2]int]int{}}
+}
+
+func (c *keyChecker) enter(key, seq int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.inside[key] {
+		c.errs = append(c.errs, fmt.Sprintf("key %d: task %d started while another of the key ran", key, seq))
+	}
+	c.inside[key] = true
+	c.runs[[2]int{key, seq}]++
+	if c.runs[[2]int{key, seq}] > 1 {
+		c.errs = append(c.errs, fmt.Sprintf("key %d task %d ran twice", key, seq))
+	}
+	if seq < c.next[key] {
+		c.errs = append(c.errs, fmt.Sprintf("key %d: task %d started after task %d", key, seq, c.next[key]-1))
+	}
+	c.next[key] = seq + 1
+}
+
+func (c *keyChecker) exit(key int) {
+	c.mu.Lock()
+	c.inside[key] = false
+	c.mu.Unlock()
+}
+
+// ranCount is how many distinct keyed tasks have run.
+func (c *keyChecker) ranCount() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.runs)
+}
+
+// check fails t if a keyed task broke the order, ran beside another of its key, or ran twice.
+func (c *keyChecker) check(t *testing.T, what string) {
+	t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.errs) > 0 {
+		t.Fatalf("%s: %d order faults, the first ones: %q", what, len(c.errs), c.errs[:min(8, len(c.errs))])
+	}
+}

@@ -167,6 +167,12 @@ func (k *Keyed[K]) enqueue(key K, task func(), wait bool, ctx context.Context) e
 	if k.p.core.obs != nil {
 		t.at = k.clock()
 	}
+	// A watched context (WithContext) may have ended a moment before its hook stops the
+	// pools; a submit in between must not be accepted. Asked without k.mu: ended may stop
+	// the pools itself.
+	if k.p.core.ended() {
+		return ErrStopped
+	}
 	k.mu.Lock()
 	for {
 		if ctx != nil && ctx.Err() != nil {
@@ -197,6 +203,9 @@ func (k *Keyed[K]) enqueue(key K, task func(), wait bool, ctx context.Context) e
 		case <-room:
 		case <-stopped:
 		case <-done:
+		}
+		if k.p.core.ended() {
+			return ErrStopped
 		}
 		k.mu.Lock()
 	}
