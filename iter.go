@@ -14,7 +14,7 @@ import (
 // returned and a slot is free, so an endless or huge sequence never piles up in memory. It stops
 // pulling at the first error, at a panic (reported as a [*PanicError]), or when ctx ends, waits
 // for the calls in flight, and returns the first error; ctx.Err() if ctx ended first and no call
-// failed; or [ErrStopped] if p is stopped. The calls receive a context derived from ctx that is
+// failed; or [ErrStopped] if p is stopped (or a [Pool.Shutdown] of p gave up). The calls receive a context derived from ctx that is
 // canceled at the first error; a call still queued then is skipped (counted in
 // [Stats].Skipped). The return of every call synchronizes before the return of ForEach. Called
 // inside a function running on p with the context crew gave it, ForEach runs its own queued
@@ -62,9 +62,22 @@ func ForEach[T any](ctx context.Context, p *Pool, in iter.Seq[T], fn func(contex
 	returned = true
 	err := g.Wait()
 	if err == nil && cut {
-		err = ctx.Err() // the sequence was cut short by ctx, not by a call
+		err = cutShort(ctx, p) // the sequence was cut short, not by a call
 	}
 	return err
+}
+
+// cutShort is the error of a sequence whose pulling stopped early with no call failing:
+// ctx.Err() if ctx ended, or ErrStopped if a Shutdown of p (or of a pool above it) gave up,
+// which ends the calls' context too, so that the values left unpulled are not lost silently.
+func cutShort(ctx context.Context, p *Pool) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if p.hardStopped() {
+		return ErrStopped
+	}
+	return nil
 }
 
 // takeSlot waits for a free slot of slots, or for ctx to end. A ForEach made from the context

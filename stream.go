@@ -37,8 +37,9 @@ import (
 // If ctx has ended when a range starts, the sequence yields (zero, ctx.Err()) once and ends;
 // otherwise, if p is stopped, (zero, [ErrStopped]) once; in is not pulled. If ctx ends during
 // the range, pulling stops, the results of the calls already made are yielded as above, and
-// (zero, ctx.Err()) is yielded last if none of them failed. Waiting for room in a full bounded
-// queue gives up when ctx ends or a call fails.
+// (zero, ctx.Err()) is yielded last if none of them failed; the same with [ErrStopped] when a
+// [Pool.Shutdown] of p gives up during the range. Waiting for room in a full bounded queue
+// gives up when ctx ends or a call fails.
 //
 // Breaking out of the loop, a panic in the loop body or in in, and a runtime.Goexit in either,
 // cancel the calls' context and wait for the calls in flight: when the range statement ends,
@@ -344,6 +345,10 @@ func (s *seqRun[T, R]) push(v T, yield func(R, error) bool) bool {
 		s.cut = true
 		return false
 	default: // refused: the failure of v
+		// It never runs. Its claim, new above, must say so: a wait's list of functions it
+		// may run can still hold t from an earlier use, and would run it
+		// (TestAdvMapSeqInATaskRunsNoValueItsPoolRefused).
+		t.c.state.Store(ended)
 		t.err = s.p.core.result(r, s.ctx)
 		s.fail(t.err)
 		s.running++
@@ -353,12 +358,15 @@ func (s *seqRun[T, R]) push(v T, yield func(R, error) bool) bool {
 }
 
 // drain yields what is left once in has ended or pulling has stopped, and then ctx.Err() if
-// ctx cut the sequence short.
+// ctx cut the sequence short (ErrStopped if a Shutdown of p gave up: cutShort).
 func (s *seqRun[T, R]) drain(yield func(R, error) bool) {
 	if s.ended || !s.deliver(yield, 0) {
 		return
 	}
-	if err := s.parent.Err(); s.cut && err != nil {
+	if !s.cut {
+		return
+	}
+	if err := cutShort(s.parent, s.p); err != nil {
 		s.ended = true
 		yield(*new(R), err)
 	}
