@@ -101,6 +101,13 @@ func ExamplePool_QueueSize() {
 	// Output: 64 0
 }
 
+func ExamplePool_Overflow() {
+	pool := crew.New(4, crew.WithQueueSize(64), crew.WithOverflow(crew.CallerRuns))
+	defer pool.StopAndWait()
+	fmt.Println(pool.Overflow() == crew.CallerRuns, pool.Sub(2).Overflow() == crew.Block)
+	// Output: true true
+}
+
 func ExamplePool_MinWorkers() {
 	pool := crew.New(8, crew.WithMinWorkers(2))
 	defer pool.StopAndWait()
@@ -140,6 +147,13 @@ func ExampleFuncPool_QueueSize() {
 	defer pool.StopAndWait()
 	fmt.Println(pool.QueueSize())
 	// Output: 16
+}
+
+func ExampleFuncPool_Overflow() {
+	pool := crew.NewFunc(2, func(string) {}, crew.WithNonBlocking())
+	defer pool.StopAndWait()
+	fmt.Println(pool.Overflow() == crew.Reject)
+	// Output: true
 }
 
 func ExampleFuncPool_MinWorkers() {

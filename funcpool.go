@@ -111,6 +111,13 @@ func (p *FuncPool[T]) QueueSize() int {
 	return p.core.cfg.queueSize
 }
 
+// Overflow returns what a blocking call does when the bounded queue is full, as the pool was
+// built ([WithOverflow]; [Reject] under [WithNonBlocking]); [Block] by default.
+func (p *FuncPool[T]) Overflow() Overflow {
+	checkFuncPool(p, "Overflow")
+	return p.core.cfg.overflow
+}
+
 // MinWorkers returns the number of workers kept alive while idle ([WithMinWorkers]).
 func (p *FuncPool[T]) MinWorkers() int {
 	checkFuncPool(p, "MinWorkers")

@@ -501,6 +501,14 @@ func (p *Pool) QueueSize() int {
 	return p.core.cfg.queueSize
 }
 
+// Overflow returns what a blocking submit does when the bounded queue is full, as the pool was
+// built ([WithOverflow]; [Reject] under [WithNonBlocking]); [Block] by default, and for a
+// sub-pool unless its own options say otherwise.
+func (p *Pool) Overflow() Overflow {
+	checkPool(p, "Overflow")
+	return p.core.cfg.overflow
+}
+
 // MinWorkers returns the number of workers kept alive while idle ([WithMinWorkers]); 0 for a
 // sub-pool, whose workers are its parent's.
 func (p *Pool) MinWorkers() int {
