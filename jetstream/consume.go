@@ -75,10 +75,14 @@ type Handler func(ctx context.Context, msg jetstream.Msg) error
 // the server refuses a pull for exceeding them; a pull refused although it kept within the
 // limits just read ends Consume with the server's refusal.
 //
+// On a pool under [crew.CallerRuns], no handler runs on Consume's own goroutines: a message
+// that finds the queue full waits for room as on a non-blocking pool.
+//
 // Consume returns an error at once, having pulled nothing, if the consumer does not use
-// explicit acks or its configuration cannot be read; it returns nil at once if ctx has
-// already ended. It panics if ctx, cons, p or h is nil. Consume is safe to call concurrently,
-// with one or several consumers and pools.
+// explicit acks or its configuration cannot be read, or if p has a bounded queue under
+// [crew.DiscardOldest], which could drop a message's handler unseen; it returns nil at once
+// if ctx has already ended. It panics if ctx, cons, p or h is nil. Consume is safe to call
+// concurrently, with one or several consumers and pools.
 func Consume(ctx context.Context, cons jetstream.Consumer, p *crew.Pool, h Handler, opts ...Option) error {
 	switch {
 	case ctx == nil:
@@ -103,7 +107,12 @@ func Consume(ctx context.Context, cons jetstream.Consumer, p *crew.Pool, h Handl
 	if info.Config.AckPolicy != jetstream.AckExplicitPolicy {
 		return fmt.Errorf("crew/jetstream: consumer %q uses %v, want explicit acks", info.Name, info.Config.AckPolicy)
 	}
+	bounded := p.QueueSize() > 0
+	if bounded && p.Overflow() == crew.DiscardOldest {
+		return errDiscardingPool
+	}
 	r := &run{cons: cons, pool: p, h: h, cfg: newConfig(opts), changed: make(chan struct{}, 1)}
+	r.callerRuns = bounded && p.Overflow() == crew.CallerRuns
 	r.ackWait = info.Config.AckWait
 	r.backoffList = info.Config.BackOff
 	r.maxDeliver = info.Config.MaxDeliver
@@ -117,11 +126,17 @@ func Consume(ctx context.Context, cons jetstream.Consumer, p *crew.Pool, h Handl
 	return r.run(ctx)
 }
 
+// errDiscardingPool is what Consume returns for a pool that drops the oldest task of its full
+// queue: a message whose handler was dropped would be held, unhandled, until Consume returns.
+var errDiscardingPool = errors.New("crew/jetstream: the pool drops queued tasks (DiscardOldest): a message's handler could be dropped unseen; use Block, Reject or CallerRuns")
+
 // run is the state of one Consume call.
 type run struct {
 	cons        jetstream.Consumer
 	pool        *crew.Pool
 	keyed       *crew.Keyed[string] // under WithOrderBySubject
+	callerRuns  bool                // p runs a task on its submitter when its queue is full
+	lastPull    chan struct{}       // under WithOrderBySubject: see inOrder
 	h           Handler
 	cfg         config
 	ackWait     time.Duration
@@ -211,7 +226,7 @@ func (r *run) run(ctx context.Context) error {
 			continue
 		}
 		r.readers.Add(1)
-		go r.read(batch, n, gen, cancel)
+		go r.read(batch, n, gen, cancel, r.inOrder())
 	}
 	r.stop()
 	// The pulls under way end on the server, at their expiry at the latest; what they bring
@@ -403,17 +418,52 @@ func (r *run) idle(wait time.Duration) {
 // signal for it.
 const stoppedPoll = 100 * time.Millisecond
 
-// read hands the messages of one pull to the pool, then gives back the slots the pull
-// reserved and did not fill.
-func (r *run) read(batch jetstream.MessageBatch, reserved, gen int, cancel context.CancelFunc) {
+// read takes the messages of one pull as they arrive, each held from then on (track), and
+// hands them to the pool on a goroutine of its own, in the order they came: a message that
+// waits for room in the pool must not keep the ones behind it from their in-progress
+// signals. Then it gives back the slots the pull reserved and did not fill. turn (see
+// inOrder) orders the hand-overs of successive pulls.
+func (r *run) read(batch jetstream.MessageBatch, reserved, gen int, cancel context.CancelFunc, turn order) {
 	defer r.readers.Done()
 	defer cancel()
+	arrived := make(chan *delivery, reserved) // a pull brings at most reserved messages
+	r.readers.Add(1)
+	go func() {
+		defer r.readers.Done()
+		if turn.after != nil {
+			<-turn.after
+		}
+		for d := range arrived {
+			r.dispatch(d)
+		}
+		if turn.done != nil {
+			close(turn.done)
+		}
+	}()
 	got := 0
 	for msg := range batch.Messages() {
 		got++
-		r.dispatch(msg)
+		arrived <- r.track(msg)
 	}
+	close(arrived)
 	r.endPull(reserved-got, got, gen, batch.Error())
+}
+
+// order makes one pull's messages go to the pool only after the previous pull's went: after
+// is closed when the previous pull's are handed over, and done when this one's are. Both are
+// nil where order does not matter.
+type order struct{ after, done chan struct{} }
+
+// inOrder returns the order of the next pull: under WithOrderBySubject, where a subject's
+// messages must reach the Keyed in the order the server sent them, across pulls too; none
+// otherwise. Only the pulling loop calls it.
+func (r *run) inOrder() order {
+	if r.keyed == nil {
+		return order{}
+	}
+	o := order{after: r.lastPull, done: make(chan struct{})}
+	r.lastPull = o.done
+	return o
 }
 
 // endPull ends a pull that left unused of its reserved slots free and received got messages;
@@ -538,30 +588,49 @@ func (r *run) report(err error) {
 	}
 }
 
-// dispatch takes one message into the run and submits its handler to the pool. A pool that
-// refuses it (its bounded queue full, under WithNonBlocking) is asked again, with a growing
-// pause, until it accepts or the run stops: the message stays held meanwhile, with its
-// in-progress signals, and its delivery is not spent on the refusal.
-func (r *run) dispatch(msg jetstream.Msg) {
+// track holds msg from its arrival: in the ring of messages held and, unless the run is
+// stopping (releaseWaiting then releases it), with its in-progress signals.
+func (r *run) track(msg jetstream.Msg) *delivery {
 	d := &delivery{r: r, msg: msg}
 	r.mu.Lock()
 	d.prev, d.next = r.live.prev, &r.live
 	d.prev.next, r.live.prev = d, d
 	r.mu.Unlock()
+	if !r.stopping.Load() {
+		if d.every = r.progressInterval(d); d.every > 0 {
+			d.mu.Lock()
+			d.timer = time.AfterFunc(d.every, d.progress)
+			d.mu.Unlock()
+		}
+	}
+	return d
+}
+
+// dispatch submits the handler of d, a message held, to the pool. A pool that refuses it (its
+// bounded queue full, under WithNonBlocking or CallerRuns) is asked again, with a growing
+// pause, until it accepts or the run stops: the message stays held meanwhile, with its
+// in-progress signals, and its delivery is not spent on the refusal.
+func (r *run) dispatch(d *delivery) {
 	defer r.accepted()
 	if r.stopping.Load() {
 		return // released by releaseWaiting
 	}
-	if d.every = r.progressInterval(d); d.every > 0 {
-		d.mu.Lock()
-		d.timer = time.AfterFunc(d.every, d.progress)
-		d.mu.Unlock()
-	}
 	var err error
 	for pause := roomPoll; ; pause = min(2*pause, maxRefusedPause) {
-		if r.keyed != nil {
-			err = r.keyed.Submit(msg.Subject(), d.handle)
-		} else {
+		switch {
+		case r.keyed != nil:
+			err = r.keyed.Submit(d.msg.Subject(), d.handle)
+		case r.callerRuns:
+			// A blocking submit would run the handler here, beyond p's limit: wait for
+			// room as for a non-blocking pool instead.
+			err = nil
+			if !r.pool.TrySubmit(d.handle) {
+				err = crew.ErrQueueFull
+				if r.pool.Stopped() {
+					err = crew.ErrStopped
+				}
+			}
+		default:
 			err = r.pool.SubmitContext(r.work, d.handle)
 		}
 		if !errors.Is(err, crew.ErrQueueFull) {

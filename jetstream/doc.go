@@ -50,8 +50,8 @@
 // # Order
 //
 // Messages run in parallel, in no particular order. [WithOrderBySubject] runs the messages of
-// one subject one at a time, in the order they arrived, within one process; see it for what
-// holds across processes.
+// one subject one at a time, in the order they arrived, within one Consume call; see it for
+// what holds across calls and processes.
 //
 // # Shutdown
 //

@@ -45,7 +45,8 @@ func (d *delivery) attempt() int {
 func (d *delivery) handle() {
 	r := d.r
 	d.mu.Lock()
-	if d.settled || r.stopping.Load() {
+	// work ends the moment ctx does; stopping is set by a goroutine of its own after that.
+	if d.settled || r.work.Err() != nil {
 		d.mu.Unlock()
 		return // released by releaseWaiting, before or after this
 	}
