@@ -274,7 +274,7 @@ func (l *Limit) step(mean time.Duration, rate float64) {
 			// processors (whose tasks wait for one after their call returns) would
 			// read to it as queueing, and the limit would fall to the floor.
 			l.raiseBase(mean)
-			l.set(l.cutFrom)
+			l.set(l.clamp(l.cutFrom)) // the ceiling may have come down since the cut
 			return
 		}
 	}
