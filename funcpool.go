@@ -83,7 +83,7 @@ func (p *FuncPool[T]) StopAndWait() {
 // ctx.Err(); see [Pool.Shutdown]. It panics if ctx is nil, and then stops nothing.
 func (p *FuncPool[T]) Shutdown(ctx context.Context) error {
 	checkFuncPool(p, "Shutdown")
-	return p.core.shutdown(ctx, p.Stop)
+	return p.core.shutdown(ctx, p.Stop, nil)
 }
 
 // Resize sets the worker limit; see [Pool.Resize].

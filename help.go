@@ -104,7 +104,9 @@ func (h *helper) helpOne() bool {
 			h.mu.Unlock()
 			continue
 		}
-		if !h.p.core.e.Lends() {
+		// One that will be skipped takes no start, so no token of the rate limit: lend
+		// claims it as skipped and fails it.
+		if !doomedTask(t) && !h.p.core.e.Lends() {
 			h.mu.Unlock() // t stays listed, for when the pool lets it start
 			return false
 		}

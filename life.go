@@ -172,6 +172,21 @@ func beginTask(t task) worker.Outcome {
 	return worker.Completed
 }
 
+// doomedTask is a Pool engine's worker.Config.Doomed: a task with a claim that another party
+// has taken, or that will be skipped when taken (its context ended, or a Shutdown gave up).
+// Both stay so once true.
+func doomedTask(t task) bool {
+	c, ok := t.(claimer)
+	if !ok {
+		return false
+	}
+	if c.claimed().state.Load() != queued {
+		return true
+	}
+	ctx, p := c.scope()
+	return skipping(ctx, p)
+}
+
 // takeTask is a Pool engine's worker.Config.Take.
 func takeTask(t task) (worker.Outcome, bool) {
 	if c, ok := t.(claimer); ok {

@@ -100,6 +100,7 @@ func poolEngineConfig(c config) worker.Config[task] {
 	ec.RunInline = runTaskInline
 	ec.Begin = beginTask
 	ec.Take = takeTask
+	ec.Doomed = doomedTask
 	reporting(&ec)
 	ec.Weight = taskWeight
 	ec.Level = taskLevel
@@ -215,7 +216,7 @@ func (p *Pool) StopAndWait() {
 // then stops nothing.
 func (p *Pool) Shutdown(ctx context.Context) error {
 	checkPool(p, "Shutdown")
-	return p.core.shutdown(ctx, p.Stop)
+	return p.core.shutdown(ctx, p.Stop, p.redispatchTree)
 }
 
 // Resize sets the worker limit to maxWorkers and returns at once, without waiting for running
@@ -456,8 +457,9 @@ func (c *core[T]) wait() {
 	}
 }
 
-// shutdown checks ctx, stops the pool with stop and waits for it to exit until ctx ends.
-func (c *core[T]) shutdown(ctx context.Context, stop func()) error {
+// shutdown checks ctx, stops the pool with stop and waits for it to exit until ctx ends. Past
+// that, gaveUp (if any) is called once the queued functions are to be skipped.
+func (c *core[T]) shutdown(ctx context.Context, stop, gaveUp func()) error {
 	if ctx == nil {
 		panic("crew: Shutdown: ctx must not be nil")
 	}
@@ -476,6 +478,9 @@ func (c *core[T]) shutdown(ctx context.Context, stop func()) error {
 			// are skipped, and the running ones see their context end (life.go).
 			if c.hard.cancel != nil { // a FuncPool's functions carry no context
 				c.hard.end()
+			}
+			if gaveUp != nil {
+				gaveUp()
 			}
 			return ctx.Err()
 		}

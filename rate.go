@@ -8,7 +8,10 @@ import (
 // WithRateLimit limits how fast tasks start: at most burst at once, and perSecond a second on
 // average; over any window of length T, at most burst + perSecond·T tasks start. Submits are
 // never limited: a task held back waits in the queue, never on a worker, and starts when its
-// turn and a token come. The limit starts with a full burst. A pool's limit also counts the
+// turn and a token come. A function that will not start (its future canceled, its context
+// ended, or skipped by a Shutdown that gave up) takes no token: it leaves the queue as soon as
+// its turn comes, without holding the live ones behind it back. The limit starts with a full
+// burst. A pool's limit also counts the
 // starts of its sub-pools' tasks (and, conservatively, of their workers). It panics unless
 // perSecond > 0 and burst >= 1. See [Pool.SetRateLimit] to change it.
 func WithRateLimit(perSecond float64, burst int) Option {

@@ -58,6 +58,16 @@ func (p *Pool) freezeTree() {
 	}
 }
 
+// redispatchTree has p and its sub-pools, at any depth, start what may start: once a Shutdown
+// gave up, their queued functions will be skipped, and leave the queue without waiting for a
+// token of a rate limit (worker.Config.Doomed).
+func (p *Pool) redispatchTree() {
+	p.core.e.Redispatch()
+	for _, c := range p.subs() {
+		c.redispatchTree()
+	}
+}
+
 // stopTree stops p and its sub-pools, at any depth, each taking its queue out in the same
 // step, and appends the queues to queues, p's first.
 func (p *Pool) stopTree(queues *[][]task) {

@@ -105,10 +105,9 @@ type Config[T any] struct {
 	MinWorkers   int                       // started at once, never reaped
 	QueueSize    int                       // 0: unbounded
 	NonBlocking  bool                      // a full queue rejects instead of blocking
+	NoRecover    bool                      // a task's panic ends the process instead of going to PanicHandler
 	IdleTimeout  time.Duration             // idle workers above MinWorkers exit after it; 0: at once; < 0: never
 	PanicHandler func(v any, stack []byte) // required
-	// NoRecover lets a task's panic end the process instead of going to PanicHandler.
-	NoRecover bool
 	// Reports, when set, tells the tasks that report their own panics and runtime.Goexit.
 	// The engine recovers the panic of such a task, also under NoRecover, and calls Panicked
 	// with it instead of PanicHandler; for a Goexit it calls Goexited. Either way the task
@@ -135,6 +134,11 @@ type Config[T any] struct {
 	// one; Claimed for one that party counted: see RunClaimed). It is called with e.mu held and
 	// must not call into the engine.
 	Take func(T) (o Outcome, gone bool)
+	// Doomed, when set, reports whether a queued task will not run once taken: another
+	// party claimed it, or it will be skipped. Such a task leaves the queue without a token
+	// of the rate limit, which only starts are to spend. A true answer must stay true. It is
+	// called with e.mu held and must not call into the engine.
+	Doomed func(T) bool
 	// Start, when set, replaces "go serve": it must arrange for Serve(first, since) to be
 	// called exactly once on some goroutine. It is called with the engine's lock held (see
 	// forward) and must not call back into this engine. Sub-pools use it to run their workers as tasks

@@ -38,15 +38,17 @@ func (e *Engine[T]) reopen() {
 	e.goOn.Store(e.gated == 0 && e.sched == 0 && e.queue.lv == nil && e.running+e.held <= e.max)
 }
 
-// open reports whether e's own pause and rate limit let a task start now, and if so takes
-// the start's rate token. Ancestors are asked by the parent's own start of a forwarded
-// worker, or by Admits. Callers hold e.mu.
-func (e *Engine[T]) open() bool {
+// openFor reports whether e's own pause and rate limit let arg, the task about to leave the
+// queue, start now, and if so takes the start's rate token. A task that will not run
+// (Config.Doomed) leaves without a token, so that a backlog of canceled or skipped functions
+// does not hold the live ones behind it back at the rate. Ancestors are asked by the
+// parent's own start of a forwarded worker, or by Admits. Callers hold e.mu.
+func (e *Engine[T]) openFor(arg T) bool {
 	if e.paused.Load() {
 		return false
 	}
 	b := e.rate.Load()
-	return b == nil || b.take()
+	return b == nil || (e.cfg.Doomed != nil && e.cfg.Doomed(arg)) || b.take()
 }
 
 // Halted reports whether e or an ancestor is paused. It takes no lock.

@@ -39,9 +39,9 @@ func (e *Engine[T]) mayStart(arg T) bool {
 // in play.
 func (e *Engine[T]) mayStartGuarded(arg T) bool {
 	if e.sched != 0 {
-		return e.mayStartGated(arg) && (e.gated == 0 || e.open())
+		return e.mayStartGated(arg) && (e.gated == 0 || e.openFor(arg))
 	}
-	return e.running < e.max && (e.gated == 0 || e.open())
+	return e.running < e.max && (e.gated == 0 || e.openFor(arg))
 }
 
 // route accepts arg and decides where it runs: on a parked worker, on a new worker, or from
