@@ -155,7 +155,8 @@ func (e *Engine[T]) crowded() bool {
 // on it, or on a sub-pool of it): where Submit would block on a full bounded queue, the
 // submitter runs arg itself, as CallerRuns does, in the slot it holds, and it counts as
 // caller-run. Under an overflow policy other than Block a full queue does not block: it is
-// Submit. While the engine or an ancestor is paused, or a rate limit has no token for it
+// Submit; but under DiscardOldest with a task it must keep at the head (keepsHead), where
+// Submit would wait for room, it is Block's case. While the engine or an ancestor is paused, or a rate limit has no token for it
 // (Lends), no task may start, so it waits for room, looking again every PausePoll and at the
 // engine's Resume, until done is closed: the slot it holds may be the one that would make room.
 func (e *Engine[T]) SubmitOrRun(arg T, done <-chan struct{}) Result {
@@ -170,7 +171,7 @@ func (e *Engine[T]) SubmitOrRun(arg T, done <-chan struct{}) Result {
 			e.launch(s)
 			return Accepted
 		}
-		if e.cfg.NonBlocking || e.cfg.Overflow != Block {
+		if e.cfg.NonBlocking || (e.cfg.Overflow != Block && !e.keepsHead()) {
 			e.mu.Unlock()
 			return e.Submit(arg, true, done)
 		}

@@ -107,6 +107,17 @@ func (e *Engine[T]) expired(w *waiter[T]) (Result, bool) {
 // whether the engine is still paused.
 const lookAgain Result = 254
 
+// keepsHead reports whether a DiscardOldest submit would find at the head of the queue a task
+// it must keep (Config.Keep, a sub-pool's worker) and so wait for room (see dropOldest).
+// Callers hold e.mu.
+func (e *Engine[T]) keepsHead() bool {
+	if e.cfg.Overflow != DiscardOldest || e.cfg.Keep == nil {
+		return false
+	}
+	old, _, ok := e.queue.PeekAt()
+	return ok && e.cfg.Keep(old)
+}
+
 // dropOldest replaces the task queued longest with arg, and returns it with its submit stamp
 // (for the Observer), unless Config.Keep says it must stay. Tasks at the head that another
 // party claimed (Config.Take) are dropped first: if that makes room, arg takes it and nothing
