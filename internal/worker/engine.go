@@ -315,9 +315,8 @@ func New[T any](cfg Config[T]) *Engine[T] {
 		spares:  spare.For[*worker[T]](),
 		bubbled: inBubble(),
 	}
-	if cfg.Observer != nil {
-		e.timed, e.epoch, e.realClock = true, cfg.Now(), realClock
-	}
+	e.epoch, e.realClock = cfg.Now(), realClock
+	e.timed = cfg.Observer != nil
 	e.regate()
 	if cfg.Start == nil && cfg.MinWorkers > 0 {
 		e.mu.Lock()

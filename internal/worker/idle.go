@@ -1,14 +1,12 @@
 package worker
 
-import "time"
-
 // worker is one goroutine's parking spot. A submitter hands it a task by setting arg and
 // sending on wake; Stop, Resize and the reaper set exit instead.
 type worker[T any] struct {
 	wake      chan struct{}
 	arg       T
 	exit      bool
-	idleSince time.Time
+	idleSince int64 // when it parked (clock), kept only if idle workers are reaped
 	observed  // with an Observer: see observe.go
 }
 
@@ -24,7 +22,9 @@ func (e *Engine[T]) startParked() {
 
 // park puts w on the idle stack. Callers hold e.mu.
 func (e *Engine[T]) park(w *worker[T]) {
-	w.idleSince = e.cfg.Now()
+	if e.cfg.IdleTimeout > 0 {
+		w.idleSince = e.clock()
+	}
 	e.idle = append(e.idle, w)
 	if !e.reaping && e.cfg.IdleTimeout > 0 && e.workers > e.cfg.MinWorkers {
 		e.reaping = true

@@ -24,7 +24,7 @@ func (e *Engine[T]) reap() {
 		case <-timer.C:
 		}
 		e.mu.Lock()
-		dismissed, wait := e.evictIdle(e.cfg.Now())
+		dismissed, wait := e.evictIdle(e.clock())
 		if wait < 0 {
 			e.reaping = false
 			// The reaper may be the last goroutine of a stopped engine: the timer can win
@@ -45,27 +45,27 @@ func (e *Engine[T]) reap() {
 // clock; tests call it with a time of their choosing.
 func (e *Engine[T]) ReapIdle(now time.Time) int {
 	e.mu.Lock()
-	dismissed, _ := e.evictIdle(now)
+	dismissed, _ := e.evictIdle(int64(now.Sub(e.epoch)))
 	e.mu.Unlock()
 	wakeAll(dismissed)
 	return len(dismissed)
 }
 
 // evictIdle dismisses expired idle workers and returns them (to be woken after unlocking)
-// with how long until the next one expires, or -1 if no idle worker is left to watch.
-// Callers hold e.mu.
-func (e *Engine[T]) evictIdle(now time.Time) ([]*worker[T], time.Duration) {
+// with how long until the next one expires, or -1 if no idle worker is left to watch. now is
+// a reading of the engine's clock. Callers hold e.mu.
+func (e *Engine[T]) evictIdle(now int64) ([]*worker[T], time.Duration) {
 	if e.cfg.IdleTimeout < 0 { // never
 		return nil, -1
 	}
 	k := 0
 	for k < len(e.idle) && e.workers-k > e.cfg.MinWorkers &&
-		now.Sub(e.idle[k].idleSince) >= e.cfg.IdleTimeout {
+		time.Duration(now-e.idle[k].idleSince) >= e.cfg.IdleTimeout {
 		k++
 	}
 	dismissed := e.dismissOldest(k)
 	if len(e.idle) == 0 || e.workers <= e.cfg.MinWorkers {
 		return dismissed, -1
 	}
-	return dismissed, e.cfg.IdleTimeout - now.Sub(e.idle[0].idleSince)
+	return dismissed, e.cfg.IdleTimeout - time.Duration(now-e.idle[0].idleSince)
 }

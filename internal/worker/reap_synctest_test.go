@@ -44,6 +44,9 @@ func reaperSleepsUntilTheNextDeadline(t *testing.T) {
 		Now:          now,
 	})
 	defer stopAndWait(e)
+	mu.Lock()
+	wakes = nil // New's reading, the clock's epoch
+	mu.Unlock()
 	var holds [2]chan struct{}
 	var started sync.WaitGroup
 	started.Add(2)

@@ -46,7 +46,7 @@ func TestReapIdleKeepsMinWorkers(t *testing.T) {
 		defer e.mu.Unlock()
 		var ms []int
 		for _, w := range e.idle {
-			ms = append(ms, int(w.idleSince.Sub(start)/time.Minute))
+			ms = append(ms, int((e.epoch.Sub(start)+time.Duration(w.idleSince))/time.Minute))
 		}
 		return ms
 	}
