@@ -7,7 +7,7 @@ type worker[T any] struct {
 	arg       T
 	exit      bool
 	idleSince int64 // when it parked (clock), kept only if idle workers are reaped
-	observed  // with an Observer: see observe.go
+	observed        // with an Observer: see observe.go
 }
 
 // startParked starts a worker that parks at once, as New does for MinWorkers. Callers hold
