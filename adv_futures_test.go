@@ -402,7 +402,6 @@ func TestAdvFutRefusedByEveryDoorOfANonBlockingQueue(t *testing.T) {
 // submitter run its task: that start counts as one like any other (it is seen by the Started
 // hook and counted in Stats), so it must obey the bound too, or be held.
 func TestAdvFutCallerRunsStartsObeyTheRateLimit(t *testing.T) {
-	t.Skip("fault: a task CallerRuns runs on its submitter takes no rate-limit token: starts exceed burst + perSecond·T")
 	const perSecond, burst = 20.0, 2
 	var starts atomic.Int64
 	p := crew.New(1, crew.WithQueueSize(1), crew.WithOverflow(crew.CallerRuns), crew.WithRateLimit(perSecond, burst),

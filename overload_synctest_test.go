@@ -3,6 +3,7 @@
 package crew_test
 
 import (
+	"context"
 	"errors"
 	"math"
 	"sync"
@@ -184,6 +185,41 @@ func TestStopNowOnSubPoolsOfSubPoolsInABubble(t *testing.T) {
 		}
 		if r := [4]int32{ran[0].Load(), ran[1].Load(), ran[2].Load(), ran[3].Load()}; r != [4]int32{2, 2, 2, 2} {
 			t.Fatalf("tasks returned per depth, after the root's two that ran: %v, want two of each sub-pool once", r)
+		}
+	})
+}
+
+// CallerRuns under a rate limit: a task run on its submitter starts only with a token, as a
+// worker's start would, and a SubmitContext whose context ends while it waits for one returns
+// the context's error with its task unrun and counted as canceled.
+func TestCallerRunsWaitsForARateToken(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := crew.New(1, crew.WithQueueSize(1), crew.WithOverflow(crew.CallerRuns), crew.WithRateLimit(1, 1))
+		gate := make(chan struct{})
+		must(t, p.Submit(func() { <-gate })) // takes the only token, at 0
+		must(t, p.Submit(func() {}))         // fills the queue
+		start := time.Now()
+
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		defer cancel()
+		ran := false
+		err := p.SubmitContext(ctx, func() { ran = true })
+		if !errors.Is(err, context.DeadlineExceeded) || ran || time.Since(start) != 300*time.Millisecond {
+			t.Errorf("SubmitContext = %v after %v, ran %v; want DeadlineExceeded after 300ms, unrun", err, time.Since(start), ran)
+		}
+		if s := p.Stats(); s.Canceled != 1 || s.CallerRan != 0 {
+			t.Errorf("stats %+v; want 1 canceled, none caller-run", s)
+		}
+
+		var at time.Duration
+		must(t, p.Submit(func() { at = time.Since(start) })) // the next token falls due at 1 s
+		if at != time.Second {
+			t.Errorf("the caller-run task started at %v, want 1s, when the next token fell due", at)
+		}
+		close(gate)
+		p.StopAndWait()
+		if s := p.Stats(); s.CallerRan != 1 || s.Completed != 3 {
+			t.Errorf("stats %+v; want 1 caller-run, 3 completed", s)
 		}
 	})
 }

@@ -10,7 +10,8 @@ import (
 // never limited: a task held back waits in the queue, never on a worker, and starts when its
 // turn and a token come. A function that will not start (its future canceled, its context
 // ended, or skipped by a Shutdown that gave up) takes no token: it leaves the queue as soon as
-// its turn comes, without holding the live ones behind it back. The limit starts with a full
+// its turn comes, without holding the live ones behind it back. A task that [CallerRuns] runs
+// on its submitter takes a token too: the submitter waits for one. The limit starts with a full
 // burst. A pool's limit also counts the
 // starts of its sub-pools' tasks (and, conservatively, of their workers). It panics unless
 // perSecond > 0 and burst >= 1. See [Pool.SetRateLimit] to change it.

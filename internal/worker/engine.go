@@ -96,6 +96,7 @@ type Gate interface {
 	Halted() bool
 	Admits() bool
 	Lends() bool
+	Paces() bool
 }
 
 // Config holds an Engine's settings. Validation is the caller's job.

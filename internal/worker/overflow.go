@@ -55,15 +55,13 @@ func (e *Engine[T]) overflow(arg T, done <-chan struct{}, since int64) Result {
 	case CallerRuns:
 		if e.cfg.MaxWait <= 0 {
 			e.mu.Unlock()
-			e.runInline(arg, since)
-			return Accepted
+			return e.runPaced(arg, since, done)
 		}
 	}
 	if e.cfg.LimitBlocked && e.blocked.n >= e.cfg.MaxBlocked {
 		if e.cfg.Overflow == CallerRuns {
 			e.mu.Unlock()
-			e.runInline(arg, since)
-			return Accepted
+			return e.runPaced(arg, since, done)
 		}
 		e.refuse(Full)
 		e.mu.Unlock()
@@ -77,10 +75,27 @@ func (e *Engine[T]) overflow(arg T, done <-chan struct{}, since int64) Result {
 	}
 	r := e.blockUntil(arg, done, expire)
 	if r == inline {
-		e.runInline(arg, since)
-		return Accepted
+		return e.runPaced(arg, since, done)
 	}
 	return r
+}
+
+// runPaced runs arg on the caller for CallerRuns once the rate limits of e and its ancestors
+// give it a token (Paces), as a worker's start would need, looking again every PausePoll: a
+// token falling due tells no one. done closing first cancels the submit.
+func (e *Engine[T]) runPaced(arg T, since int64, done <-chan struct{}) Result {
+	for !e.Paces() {
+		t := time.NewTimer(PausePoll)
+		select {
+		case <-t.C:
+		case <-done:
+			t.Stop()
+			e.CountCanceled()
+			return Canceled
+		}
+	}
+	e.runInline(arg, since)
+	return Accepted
 }
 
 // inline is block's answer when MaxWait ran out under CallerRuns: the caller runs the task.

@@ -92,6 +92,16 @@ func (e *Engine[T]) Lends() bool {
 	return e.cfg.Parent == nil || e.cfg.Parent.Lends()
 }
 
+// Paces reports whether the rate limits of e and its ancestors each give a token (taken) for
+// a start now, pauses aside: a task that CallerRuns runs on its submitter starts so. It takes
+// no lock of e.
+func (e *Engine[T]) Paces() bool {
+	if b := e.rate.Load(); b != nil && !b.take() {
+		return false
+	}
+	return e.cfg.Parent == nil || e.cfg.Parent.Paces()
+}
+
 // Pause holds every start back until Resume (or Stop). Tasks running go on; submits are still
 // accepted and queue. It is idempotent. On a stopped engine it does nothing: Stop resumed it
 // once, and nothing would resume it again, so its queued tasks would never start.
