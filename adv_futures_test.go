@@ -999,9 +999,7 @@ func afWatchLimit(t *testing.T, limit bool, pools ...*crew.Pool) (stop func()) {
 				case s.WaitTime != nil && (s.WaitTime.Count < s.RunTime.Count ||
 					s.WaitTime.Count < prev.WaitTime.Count || s.RunTime.Count < prev.RunTime.Count):
 					err = "histogram counts went backwards, or RunTime counted more than WaitTime"
-				case s.Accepted < prev.Accepted || s.Completed < prev.Completed || s.Panicked < prev.Panicked ||
-					s.Skipped < prev.Skipped || s.Returned < prev.Returned || s.Discarded < prev.Discarded ||
-					s.CallerRan < prev.CallerRan || s.Rejected < prev.Rejected || s.Canceled < prev.Canceled:
+				case countersWentBack(s, prev):
 					err = "a counter went backwards"
 				}
 				if err != "" {

@@ -737,9 +737,7 @@ func advWatch(t *testing.T, name string, stats func() crew.Stats, done <-chan st
 				fault = "a negative gauge"
 			case ended+uint64(s.Running+s.Waiting) != s.Accepted:
 				fault = fmt.Sprintf("Accepted %d != ended %d + Running %d + Waiting %d", s.Accepted, ended, s.Running, s.Waiting)
-			case s.Accepted < prev.Accepted || s.Completed < prev.Completed || s.Panicked < prev.Panicked ||
-				s.Skipped < prev.Skipped || s.Returned < prev.Returned || s.Discarded < prev.Discarded ||
-				s.CallerRan < prev.CallerRan || s.Rejected < prev.Rejected || s.Canceled < prev.Canceled:
+			case countersWentBack(s, prev):
 				fault = "a counter went backwards"
 			}
 			if fault != "" {

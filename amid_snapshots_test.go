@@ -33,9 +33,7 @@ func watchSnapshots(t *testing.T, name string, pool *crew.Pool, ceiling int, don
 				err = "an accepted task not ended is neither Running nor Waiting"
 			case s.Running > ceiling:
 				err = "Running above every limit"
-			case s.Accepted < prev.Accepted || s.Completed < prev.Completed || s.Panicked < prev.Panicked ||
-				s.Skipped < prev.Skipped || s.Returned < prev.Returned || s.Discarded < prev.Discarded ||
-				s.CallerRan < prev.CallerRan || s.Rejected < prev.Rejected || s.Canceled < prev.Canceled:
+			case countersWentBack(s, prev):
 				err = "a counter went backwards"
 			}
 			if err != "" {

@@ -699,3 +699,11 @@ func (c *keyChecker) check(t *testing.T, what string) {
 		t.Fatalf("%s: %d order faults, the first ones: %q", what, len(c.errs), c.errs[:min(8, len(c.errs))])
 	}
 }
+
+// countersWentBack reports whether a counter of Stats is lower in s than in prev, an earlier
+// snapshot of the same pool: none ever goes down.
+func countersWentBack(s, prev crew.Stats) bool {
+	return s.Accepted < prev.Accepted || s.Completed < prev.Completed || s.Panicked < prev.Panicked ||
+		s.Skipped < prev.Skipped || s.Returned < prev.Returned || s.Discarded < prev.Discarded ||
+		s.CallerRan < prev.CallerRan || s.Rejected < prev.Rejected || s.Canceled < prev.Canceled
+}
