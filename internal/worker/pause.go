@@ -81,15 +81,10 @@ func (e *Engine[T]) Admits() bool {
 // waits for it (RunClaimed, SubmitOrRun): neither e nor an ancestor is paused, and each that
 // limits the rate gives a token (taken). The limits are not asked: the slot is the waiting
 // task's, counted already, and a waiter kept from lending it by a lowered limit would wait
-// for ever, its work having no other slot to run in. It takes no lock of e.
+// for ever, its work having no other slot to run in. Every pause is asked before any token is
+// taken. It takes no lock of e.
 func (e *Engine[T]) Lends() bool {
-	if e.paused.Load() {
-		return false
-	}
-	if b := e.rate.Load(); b != nil && !b.take() {
-		return false
-	}
-	return e.cfg.Parent == nil || e.cfg.Parent.Lends()
+	return !e.Halted() && e.Paces()
 }
 
 // Paces reports whether the rate limits of e and its ancestors each give a token (taken) for
