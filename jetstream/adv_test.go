@@ -357,8 +357,9 @@ func TestAdvBoundedNonBlockingPoolPausedWithDefaultPrefetch(t *testing.T) {
 // TestAdvPausedPoolLosesNothing attacks the in-progress promise with a paused pool and the
 // self-sizing prefetch: "From the moment a message arrives until it is settled, Consume sends
 // it an in-progress signal every half ack wait", and crew's Pause: "Submits are still
-// accepted and wait in the queue". Paused for twice the ack wait, then resumed, every message
-// is handled exactly once and the stream drains.
+// accepted and wait in the queue", and "once Pause has returned, none starts". Paused for
+// twice the ack wait, then resumed, every message is handled exactly once and the stream
+// drains.
 func TestAdvPausedPoolLosesNothing(t *testing.T) {
 	q := newQueue(t, jetstream.ConsumerConfig{AckWait: time.Second})
 	const n = 2000
@@ -391,8 +392,11 @@ func TestAdvPausedPoolLosesNothing(t *testing.T) {
 	if held > 4+500 {
 		t.Errorf("%d messages held while paused, want at most 4 + 500", held)
 	}
-	if w := whilePaused.Load(); w > 0 {
-		t.Errorf("%d handlers started after Pause returned", w)
+	// A task the pool started before Pause returned reaches the handler only after a few
+	// steps of Consume's own (its delivery's lock), so each of the 4 workers may enter a
+	// handler just after Pause returns; a handler beyond those started while paused.
+	if w := whilePaused.Load(); w > 4 {
+		t.Errorf("%d handlers started after Pause returned, more than the 4 tasks that may have started before", w)
 	}
 	waitFor(t, 20*time.Second, "every message done", l.allDone)
 	if err := stop(); err != nil {
