@@ -61,28 +61,37 @@ func TestKeyedTasksObeyTheRateLimit(t *testing.T) {
 }
 
 // Resize: "from its return ... no task starts while that many or more run". Four keys' turns
-// run on four workers; after Resize(1) their next keyed tasks must not start while 4 run.
+// run on four workers; after Resize(1) their next keyed tasks must never run two at once:
+// each may start only while nothing else of the pool runs. Counted by a high-water mark, not
+// by time, so a slow machine cannot make it pass or fail.
 func TestKeyedTurnsObeyAShrinkingResize(t *testing.T) {
 	p := crew.New(4)
 	defer p.StopAndWait()
 	k := crew.NewKeyed[int](p)
 	gate := make(chan struct{})
 	var firsts, later atomic.Int32
+	var hw highWater
 	for key := range 4 {
 		must(t, k.Submit(key, func() { firsts.Add(1); <-gate }))
 		for range 3 {
-			must(t, k.Submit(key, func() { later.Add(1); time.Sleep(5 * time.Millisecond) }))
+			must(t, k.Submit(key, func() {
+				hw.enter()
+				defer hw.exit()
+				later.Add(1)
+				time.Sleep(time.Millisecond)
+			}))
 		}
 	}
 	waitFor(t, "4 keys running", func() bool { return firsts.Load() == 4 })
 	p.Resize(1)
 	close(gate)
-	// After Resize(1), with 4 turns running, no keyed task may start until only... at most one runs.
-	time.Sleep(2 * time.Millisecond)
-	if n := later.Load(); n > 1 {
-		t.Errorf("%d keyed tasks started after Resize(1) while 4 tasks ran", n)
-	}
 	k.Wait()
+	if n := hw.high.Load(); n > 1 {
+		t.Errorf("%d keyed tasks ran at once after Resize(1)", n)
+	}
+	if n := later.Load(); n != 12 {
+		t.Errorf("%d of the 12 later keyed tasks ran", n)
+	}
 }
 
 // WithPriority: "no task of a higher level is waiting when a lower-level one starts". A Keyed on
