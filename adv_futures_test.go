@@ -1315,12 +1315,11 @@ func TestAdvFutForkJoinOnAnAdaptivePoolWithResizeStorm(t *testing.T) {
 }
 
 // TestAdvFutDiscardOldestBesideAHigherLevelSubPool: under DiscardOldest a submit into a full
-// queue drops the task that has waited longest; only "when it is the oldest" does a sub-pool's
-// worker (never dropped) make the submit wait as under Block. With a sub-pool at a higher
-// level, whose worker waits in the parent's queue behind an older future of the parent, a Go
-// on the parent must drop that future (ErrDiscarded) and return at once.
+// queue drops the longest-waiting task of the lowest level whose longest-waiting task is not a
+// sub-pool's worker (never dropped). With a sub-pool at any level, whose worker waits in the
+// parent's queue beside an older future of the parent, a Go on the parent must drop that
+// future (ErrDiscarded) and return at once.
 func TestAdvFutDiscardOldestBesideAHigherLevelSubPool(t *testing.T) {
-	t.Skip("fault: DiscardOldest on a parent with a higher-level sub-pool worker queued blocks the submit instead of dropping the older plain/future task")
 	for _, level := range []int{-1, 0, 1} {
 		t.Run(fmt.Sprint("level=", level), func(t *testing.T) {
 			root := crew.New(1, crew.WithQueueSize(2), crew.WithOverflow(crew.DiscardOldest))
@@ -1355,4 +1354,46 @@ func TestAdvFutDiscardOldestBesideAHigherLevelSubPool(t *testing.T) {
 			idleIdentity(t, "root", root.Stats())
 		})
 	}
+}
+
+// TestAdvFutDiscardOldestWaitsWhenEveryLevelKeepsItsHead: when the only tasks queued in a full
+// DiscardOldest queue are sub-pools' workers, at a level above the pool's own and below it,
+// none is dropped: the submit waits for room as under Block, and every task runs once.
+func TestAdvFutDiscardOldestWaitsWhenEveryLevelKeepsItsHead(t *testing.T) {
+	root := crew.New(1, crew.WithQueueSize(2), crew.WithOverflow(crew.DiscardOldest))
+	defer root.StopAndWait()
+	high := root.Sub(1, crew.WithPriority(1))
+	low := root.Sub(1, crew.WithPriority(-1))
+	release := holdWorkers(t, plainPool{root}, 1, 0)
+	defer release()
+	var ran atomic.Int32
+	must(t, high.Submit(func() { ran.Add(1) }))
+	must(t, low.Submit(func() { ran.Add(1) }))
+	if s := root.Stats(); s.Waiting != 2 {
+		t.Fatalf("root Waiting = %d, want the two sub-pools' workers", s.Waiting)
+	}
+	done := goRun(func() { must(t, root.Submit(func() { ran.Add(1) })) })
+	select {
+	case <-done:
+		t.Fatal("the submit returned while the queue held only sub-pools' workers and no room")
+	case <-time.After(50 * time.Millisecond):
+	}
+	release()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the submit did not return once room was made")
+	}
+	root.Wait()
+	high.Wait()
+	low.Wait()
+	if n := ran.Load(); n != 3 {
+		t.Errorf("%d of 3 tasks ran", n)
+	}
+	if s := root.Stats(); s.Discarded != 0 {
+		t.Errorf("root Discarded = %d, want 0", s.Discarded)
+	}
+	idleIdentity(t, "root", root.Stats())
+	idleIdentity(t, "high", high.Stats())
+	idleIdentity(t, "low", low.Stats())
 }

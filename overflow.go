@@ -39,8 +39,11 @@ const (
 	// ([WithDiscardHandler]), and a dropped [Go], [Group], [Results], [Map] or [ForEach]
 	// function fails with [ErrDiscarded], so its Wait returns. Every drop counts in
 	// [Stats].Discarded; without a handler, that count is all that records a dropped plain
-	// task. A sub-pool's worker waiting in its parent's queue is never dropped: when it is the
-	// oldest, the submit waits for room as under Block.
+	// task. A sub-pool's worker waiting in its parent's queue is never dropped. With
+	// sub-pools of other priority levels ([WithPriority]), each level waits in a queue of its
+	// own, and the task dropped is the longest-waiting of the lowest level whose
+	// longest-waiting task is not a sub-pool's worker; when every level's is, the submit
+	// waits for room as under Block.
 	DiscardOldest Overflow = Overflow(worker.DiscardOldest)
 )
 

@@ -122,21 +122,21 @@ func (e *Engine[T]) expired(w *waiter[T]) (Result, bool) {
 // whether the engine is still paused.
 const lookAgain Result = 254
 
-// keepsHead reports whether a DiscardOldest submit would find at the head of the queue a task
-// it must keep (Config.Keep, a sub-pool's worker) and so wait for room (see dropOldest).
-// Callers hold e.mu.
+// keepsHead reports whether a DiscardOldest submit would find no task it may drop, only ones
+// it must keep (Config.Keep, sub-pools' workers) at the heads of the queue's levels, and so
+// wait for room (see dropOldest). Callers hold e.mu.
 func (e *Engine[T]) keepsHead() bool {
 	if e.cfg.Overflow != DiscardOldest || e.cfg.Keep == nil {
 		return false
 	}
-	old, _, ok := e.queue.PeekAt()
-	return ok && e.cfg.Keep(old)
+	return e.queue.Len() > 0 && e.queue.dropFrom(e.cfg.Keep) == nil
 }
 
 // dropOldest replaces the task queued longest with arg, and returns it with its submit stamp
-// (for the Observer), unless Config.Keep says it must stay. Tasks at the head that another
-// party claimed (Config.Take) are dropped first: if that makes room, arg takes it and nothing
-// is discarded (dropped false). Callers hold e.mu.
+// (for the Observer), unless Config.Keep says it must stay. With levels, the task queued
+// longest at the lowest level whose head may be dropped goes (levelQueue.dropFrom). Tasks at
+// the head that another party claimed (Config.Take) are dropped first: if that makes room,
+// arg takes it and nothing is discarded (dropped false). Callers hold e.mu.
 func (e *Engine[T]) dropOldest(arg T) (old T, since int64, dropped, ok bool) {
 	// The places claimed elsewhere are counted once arg is: ending them first could take
 	// pending to 0 and release a Wait before arg, accepted in the same step, has run.
@@ -153,12 +153,13 @@ func (e *Engine[T]) dropOldest(arg T) (old T, since int64, dropped, ok bool) {
 			e.accept()
 			return zero, 0, false, true
 		}
-		old, _, ok = e.queue.PeekAt()
-		if !ok || (e.cfg.Keep != nil && e.cfg.Keep(old)) {
+		f := e.queue.dropFrom(e.cfg.Keep)
+		if f == nil {
 			return zero, 0, false, false
 		}
+		old, _ = f.Peek()
 		o, claimed := e.claimed(old)
-		_, since, _ = e.queue.PopAt()
+		_, since = e.queue.popFrom(f)
 		if claimed {
 			gone = append(gone, o)
 			continue

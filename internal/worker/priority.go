@@ -169,6 +169,35 @@ func (l *levels[T]) pop() (T, int64, bool) {
 	return zero, 0, false
 }
 
+// dropFrom returns the FIFO whose head DiscardOldest drops, or nil if there is none to drop:
+// the plain queue unless its head is one keep keeps; with levels, the lowest level whose head
+// keep does not keep. A higher level's tasks are the ones the pool runs first, so they are
+// dropped only when no lower level has one to drop.
+func (q *levelQueue[T]) dropFrom(keep func(T) bool) *queue.Queue[T] {
+	if q.lv == nil {
+		if v, ok := q.fifo.Peek(); ok && (keep == nil || !keep(v)) {
+			return &q.fifo
+		}
+		return nil
+	}
+	for i := len(q.lv.qs) - 1; i >= 0; i-- {
+		f := &q.lv.qs[i].q
+		if v, ok := f.Peek(); ok && (keep == nil || !keep(v)) {
+			return f
+		}
+	}
+	return nil
+}
+
+// popFrom takes the head of f, one of q's FIFOs that dropFrom returned.
+func (q *levelQueue[T]) popFrom(f *queue.Queue[T]) (T, int64) {
+	v, at, _ := f.PopAt()
+	if q.lv != nil {
+		q.lv.n--
+	}
+	return v, at
+}
+
 func (q *levelQueue[T]) Free() {
 	q.fifo.Free()
 	if q.lv != nil {
