@@ -39,7 +39,7 @@ func (c *core[T]) admit(arg T, wait bool, ctx context.Context, here bool) worker
 	// The common case, no hooks, no context, no WithContext to watch and no limit following
 	// GOMAXPROCS, goes straight to the engine: small enough to be inlined into submit, it
 	// keeps Submit and Invoke one call from the engine, as before there was one door.
-	if c.obs != nil || ctx != nil || here || len(c.watches) != 0 || c.sizing.follow.Load() {
+	if c.onSubmit != nil || ctx != nil || here || len(c.watches) != 0 || c.sizing.follow.Load() {
 		return c.admitGuarded(arg, wait, ctx, here)
 	}
 	return c.e.Submit(arg, wait, nil)
@@ -48,7 +48,7 @@ func (c *core[T]) admit(arg T, wait bool, ctx context.Context, here bool) worker
 // admitGuarded is admit with hooks, a context, a submitter holding a slot, watched contexts
 // or a limit following GOMAXPROCS.
 func (c *core[T]) admitGuarded(arg T, wait bool, ctx context.Context, here bool) worker.Result {
-	if c.obs != nil {
+	if c.onSubmit != nil {
 		return c.admitObserved(arg, wait, ctx, here)
 	}
 	return c.offer(arg, wait, ctx, here)
@@ -88,14 +88,14 @@ type counted interface{ uncount() }
 
 // queued and rejected call the Queued and Rejected hooks, if the pool has any.
 func (c *core[T]) queued() {
-	if c.obs != nil {
-		c.obs.queued()
+	if c.onSubmit != nil {
+		c.onSubmit.queued()
 	}
 }
 
 func (c *core[T]) rejected(err error) {
-	if c.obs != nil {
-		c.obs.rejected(err)
+	if c.onSubmit != nil {
+		c.onSubmit.rejected(err)
 	}
 }
 

@@ -187,6 +187,16 @@ func (o *observer[T]) discard(wait time.Duration) {
 	}
 }
 
+// watchesSubmits reports whether a hook is told of submits: Queued or Rejected is set.
+func (o *observer[T]) watchesSubmits() bool {
+	for _, h := range o.hooks {
+		if h.Queued != nil || h.Rejected != nil {
+			return true
+		}
+	}
+	return false
+}
+
 func (o *observer[T]) queued() {
 	for i := range o.hooks {
 		o.call(o.hooks[i].Queued, TaskInfo{})

@@ -332,6 +332,8 @@ func (w *subWorker) run() worker.Outcome {
 // which report each keyed task themselves.
 func unobserved(t task) bool {
 	switch t.(type) {
+	case funcTask: // the common case, told apart by its type alone
+		return false
 	case *subWorker:
 		return true
 	case interface{ observedInside() }:
@@ -358,14 +360,17 @@ type core[T any] struct {
 	// watches are the WithContext contexts that the pool's submits check: its own, and for a
 	// sub-pool those of the pools above it. Usually none or one.
 	watches []ctxWatch
-	stopCtx func() bool     // unregisters the WithContext hook
-	hooked  chan struct{}   // closed when the WithContext hook has returned: see unhook
-	unhooks sync.Once       // the first unhook unregisters the hook
-	hookRan bool            // set by the first unhook: the hook had started
-	obs     *observer[T]    // WithHooks, WithLatencyHistograms, WithAdaptiveLimit; nil without them
-	sizing  sizing          // Resize and CPUs: see sizing.go
-	limit   *adaptive.Limit // WithAdaptiveLimit's; nil without it
-	onLimit func(n int)     // tests: told of each limit the adaptive limit sets
+	stopCtx func() bool   // unregisters the WithContext hook
+	hooked  chan struct{} // closed when the WithContext hook has returned: see unhook
+	unhooks sync.Once     // the first unhook unregisters the hook
+	hookRan bool          // set by the first unhook: the hook had started
+	obs     *observer[T]  // WithHooks, WithLatencyHistograms, WithAdaptiveLimit; nil without them
+	// onSubmit is obs when a Queued or Rejected hook is set, nil otherwise: a submit takes
+	// the guarded path of admitObserved only for hooks it must call.
+	onSubmit *observer[T]
+	sizing   sizing          // Resize and CPUs: see sizing.go
+	limit    *adaptive.Limit // WithAdaptiveLimit's; nil without it
+	onLimit  func(n int)     // tests: told of each limit the adaptive limit sets
 }
 
 // ctxWatch is a WithContext context: done is its Done channel, and halt stops the pool it
@@ -401,6 +406,9 @@ func (c *core[T]) init(cfg config, ec worker.Config[T], above []ctxWatch, halt f
 	c.cfg = cfg
 	if c.obs = newObserver(cfg, skip); c.obs != nil {
 		ec.Observer = c.obs
+		if c.obs.watchesSubmits() {
+			c.onSubmit = c.obs
+		}
 	}
 	c.e = worker.New(ec)
 	if cfg.adaptiveMin > 0 {
