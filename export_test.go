@@ -1,6 +1,10 @@
 package crew
 
-import "time"
+import (
+	"time"
+
+	"github.com/crewgo/crew/internal/worker"
+)
 
 // WithClock replaces the clock the pool reads for idle reaping.
 func WithClock(now func() time.Time) Option {
@@ -27,3 +31,6 @@ func RemovedFunc[T any](p *FuncPool[T]) uint64 { return p.core.e.Counters().Remo
 // Parked returns how many of p's workers are parked, waiting to be handed a task: unlike
 // Stats.Idle, it leaves out workers between two tasks or lingering before they park.
 func Parked(p *Pool) int { return p.core.e.Counters().Idle }
+
+// PausePoll is how often a submitter waiting on a pause looks again.
+const PausePoll = worker.PausePoll

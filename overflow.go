@@ -24,9 +24,12 @@ const (
 	Reject Overflow = Overflow(worker.Reject)
 	// CallerRuns runs the task on the submitting goroutine, then returns nil. The task runs
 	// with no lock of the pool held, so workers keep draining the queue meanwhile, and it does
-	// not count against MaxWorkers. Under a rate limit ([WithRateLimit], its own or a parent's)
-	// it starts only with a token, as a worker's start would: the submitter waits for one,
-	// and a [Pool.SubmitContext] whose context ends meanwhile returns its error unrun. It counts in [Stats] Accepted, Completed or Panicked and
+	// not count against MaxWorkers. It starts only when a worker's start could: while the
+	// pool or a pool above it is paused ([Pool.Pause]), the submitter waits for
+	// [Pool.Resume], and under a rate limit ([WithRateLimit], its own or a parent's) for a
+	// token. A [Pool.SubmitContext] whose context ends meanwhile returns its error, and a
+	// submit that a stop overtakes meanwhile returns [ErrStopped]; either way the task never
+	// runs. It counts in [Stats] Accepted, Completed or Panicked and
 	// CallerRan once it has ended (not in Running while it runs), and [Pool.Wait] does not
 	// wait for it. A plain task's panic goes to the panic handler, called on the submitter;
 	// the panic of a [Go], [Group] or [Map] function goes to its Wait as always. A task that

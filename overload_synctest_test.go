@@ -223,3 +223,98 @@ func TestCallerRunsWaitsForARateToken(t *testing.T) {
 		}
 	})
 }
+
+// CallerRuns under a pause: a submit into a full queue of a paused pool, or of a sub-pool of
+// a paused pool, runs its task on the submitter only once the pause is lifted, since no task
+// of a paused pool starts. A stop while it waits refuses the task with ErrStopped, and a
+// SubmitContext whose context ends returns the context's error; either way the task never
+// runs, and every task accepted ends counted once.
+func TestCallerRunsWaitsForResume(t *testing.T) {
+	type pools struct{ paused, full *crew.Pool }
+	for _, shape := range []string{"pool", "sub-pool"} {
+		build := func() pools {
+			opts := []crew.Option{crew.WithQueueSize(1), crew.WithOverflow(crew.CallerRuns)}
+			if shape == "pool" {
+				p := crew.New(1, opts...)
+				return pools{p, p}
+			}
+			root := crew.New(2)
+			return pools{root, root.Sub(1, opts...)}
+		}
+		// hold fills ps.full: its worker held until gate closes, one task queued; then pauses.
+		hold := func(t *testing.T, ps pools) (gate chan struct{}) {
+			gate = make(chan struct{})
+			must(t, ps.full.Submit(func() { <-gate }))
+			synctest.Wait()
+			must(t, ps.full.Submit(func() {}))
+			ps.paused.Pause()
+			return gate
+		}
+		t.Run(shape+"/resume", func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ps := build()
+				gate := hold(t, ps)
+				start := time.Now()
+				go func() {
+					time.Sleep(time.Second)
+					ps.paused.Resume()
+				}()
+				at := time.Duration(-1)
+				must(t, ps.full.Submit(func() { at = time.Since(start) }))
+				if at < time.Second || at > time.Second+crew.PausePoll {
+					t.Errorf("the caller-run task started at %v, want at the Resume at 1s", at)
+				}
+				close(gate)
+				ps.paused.StopAndWait()
+				if s := ps.full.Stats(); s.CallerRan != 1 || s.Completed != 3 {
+					t.Errorf("stats %+v; want 1 caller-run, 3 completed", s)
+				}
+			})
+		})
+		for _, stop := range []string{"Stop", "StopNow"} {
+			t.Run(shape+"/"+stop, func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					ps := build()
+					gate := hold(t, ps)
+					go func() {
+						time.Sleep(time.Second)
+						if stop == "Stop" {
+							ps.paused.Stop()
+						} else {
+							ps.paused.StopNow()
+						}
+					}()
+					ran := false
+					if err := ps.full.Submit(func() { ran = true }); !errors.Is(err, crew.ErrStopped) || ran {
+						t.Errorf("Submit = %v, ran %v; want ErrStopped, unrun", err, ran)
+					}
+					close(gate)
+					ps.paused.StopAndWait()
+					s := ps.full.Stats()
+					if s.CallerRan != 0 || s.Accepted != 2 {
+						t.Errorf("stats %+v; want 2 accepted, none caller-run", s)
+					}
+					idleIdentity(t, shape, s)
+				})
+			})
+		}
+		t.Run(shape+"/context", func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ps := build()
+				gate := hold(t, ps)
+				ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+				defer cancel()
+				ran := false
+				if err := ps.full.SubmitContext(ctx, func() { ran = true }); !errors.Is(err, context.DeadlineExceeded) || ran {
+					t.Errorf("SubmitContext = %v, ran %v; want DeadlineExceeded, unrun", err, ran)
+				}
+				if s := ps.full.Stats(); s.Canceled != 1 || s.CallerRan != 0 {
+					t.Errorf("stats %+v; want 1 canceled, none caller-run", s)
+				}
+				close(gate)
+				ps.paused.Resume()
+				ps.paused.StopAndWait()
+			})
+		})
+	}
+}

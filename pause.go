@@ -5,7 +5,8 @@ import "context"
 // Pause stops tasks of the pool, and of its sub-pools, from starting until [Pool.Resume]:
 // once Pause has returned, none starts. Tasks already running go on. Submits are still
 // accepted and wait in the queue (a bounded queue fills, and then the overflow policy
-// applies); [Pool.Wait] waits for them, so it does not return while tasks are queued on a
+// applies, but [CallerRuns] waits for Resume before it runs a task on its submitter);
+// [Pool.Wait] waits for them, so it does not return while tasks are queued on a
 // paused pool. [Pool.Stop], [Pool.StopAndWait] and [Pool.Shutdown] resume the pool, since
 // every accepted task must still run; [Pool.StopNow] abandons a paused backlog instead.
 // Pause is idempotent, does nothing once the pool is stopped (a stopped pool runs its

@@ -80,11 +80,13 @@ func (e *Engine[T]) overflow(arg T, done <-chan struct{}, since int64) Result {
 	return r
 }
 
-// runPaced runs arg on the caller for CallerRuns once the rate limits of e and its ancestors
-// give it a token (Paces), as a worker's start would need, looking again every PausePoll: a
-// token falling due tells no one. done closing first cancels the submit.
+// runPaced runs arg on the caller for CallerRuns once a worker's start could happen: no
+// pause of e or of its ancestors holds starts back and their rate limits give a token
+// (Lends). It looks again every PausePoll: a token falling due tells no one. done closing
+// first cancels the submit; e stopping first refuses it, as a stop refuses the submitters
+// blocked on a full queue (the task is not accepted until it has run).
 func (e *Engine[T]) runPaced(arg T, since int64, done <-chan struct{}) Result {
-	for !e.Paces() {
+	for !e.Lends() {
 		t := time.NewTimer(PausePoll)
 		select {
 		case <-t.C:
@@ -92,6 +94,9 @@ func (e *Engine[T]) runPaced(arg T, since int64, done <-chan struct{}) Result {
 			t.Stop()
 			e.CountCanceled()
 			return Canceled
+		}
+		if e.Stopped() {
+			return Stopped
 		}
 	}
 	e.runInline(arg, since)
