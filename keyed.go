@@ -3,6 +3,7 @@ package crew
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"sync"
 	"time"
 
@@ -65,7 +66,7 @@ const keyBatch = 8
 // bound the tasks waiting over all keys: with [WithQueueSize](n), n accepted tasks may wait
 // (across keys, excluding those running), and the next submit blocks until one starts, or
 // returns [ErrQueueFull] under [WithNonBlocking]. Without them the waiting tasks are
-// unbounded. It panics if p is nil or another option is given: the pool's options decide
+// unbounded. It panics if p is nil or another option sets anything: the pool's options decide
 // everything else.
 func NewKeyed[K comparable](p *Pool, opts ...Option) *Keyed[K] {
 	if p == nil {
@@ -77,9 +78,14 @@ func NewKeyed[K comparable](p *Pool, opts ...Option) *Keyed[K] {
 			opt(&c)
 		}
 	}
-	if c.minWorkers != 0 || c.idleTimeout != -1 || c.panicHandler != nil || c.ctx != nil || c.now != nil || c.prioritySet || c.noRecover ||
-		len(c.hooks) > 0 || c.histograms || (c.overflow != Block && c.overflow != Reject) || c.maxWait != 0 || c.limitBlocked ||
-		c.discard != nil || c.rateSet {
+	// Every setting but the two that apply must have kept its zero: compared as a whole, an
+	// option added to config later cannot be forgotten here.
+	rest := c
+	rest.queueSize, rest.nonBlocking = 0, false
+	if rest.overflow == Reject {
+		rest.overflow = Block
+	}
+	if !reflect.DeepEqual(rest, config{idleTimeout: -1}) {
 		panic("crew: NewKeyed: only WithQueueSize and WithNonBlocking apply to a Keyed")
 	}
 	k := &Keyed[K]{p: p, queueSize: c.queueSize, nonBlocking: c.nonBlocking || c.overflow == Reject}
@@ -390,9 +396,10 @@ func (r *keyRunner[K]) observedInside() {}
 
 // unpack takes the key's waiting tasks out, unrun, for StopNow (dropped false: they count as
 // returned) or DiscardOldest (dropped true: they count as discarded, and the pool's
-// Discarded hooks see each), which took the runner out of the pool's queue. They end without
-// running, and the key's state is freed.
-func (r *keyRunner[K]) unpack(dropped bool) []func() {
+// Discarded hooks see each when the caller calls the func returned, after the discard
+// handler), which took the runner out of the pool's queue. They end without running, and the
+// key's state is freed.
+func (r *keyRunner[K]) unpack(dropped bool) ([]func(), func()) {
 	k := r.k
 	obs := k.p.core.obs
 	k.mu.Lock()
@@ -414,10 +421,14 @@ func (r *keyRunner[K]) unpack(dropped bool) []func() {
 	k.forget(r)
 	k.freeRoom()
 	k.mu.Unlock()
-	for _, w := range waits {
-		obs.discard(w)
+	if len(waits) == 0 {
+		return out, nil
 	}
-	return out
+	return out, func() {
+		for _, w := range waits {
+			obs.discard(w)
+		}
+	}
 }
 
 // run is the key's turn on a worker: it runs up to keyBatch of the key's tasks one after

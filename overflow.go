@@ -112,8 +112,12 @@ func discarder[T any](c config) func(T) {
 	return func(v T) {
 		if t, ok := any(v).(task); ok {
 			if hd, ok := t.(holder); ok {
-				for _, f := range hd.unpack(true) {
+				fs, told := hd.unpack(true)
+				for _, f := range fs {
 					callHandler(h, any(f), ph)
+				}
+				if told != nil {
+					told() // after the handler, as the engine tells of its own tasks
 				}
 				return
 			}

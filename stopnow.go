@@ -154,7 +154,8 @@ func keep(out []func(), t task) []func() {
 		return out
 	}
 	if h, ok := t.(holder); ok {
-		return append(out, h.unpack(false)...)
+		fs, _ := h.unpack(false)
+		return append(out, fs...)
 	}
 	if !t.abort(ErrStopped) {
 		out = append(out, t.(funcTask))

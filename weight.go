@@ -104,12 +104,16 @@ type weightedTask struct {
 
 // holder is a queued task that holds plain tasks of the user's: a weighted task, or a key's
 // runner with its backlog. StopNow (dropped false) and DiscardOldest (dropped true) hand
-// those back instead of failing it.
-type holder interface{ unpack(dropped bool) []func() }
+// those back instead of failing it. told, unless nil, tells the Discarded hooks of the tasks
+// dropped that the holder observes itself (a key's): the caller calls it once each task has
+// gone to the discard handler.
+type holder interface {
+	unpack(dropped bool) (fs []func(), told func())
+}
 
 func (t *weightedTask) abort(error) bool { return false }
 
-func (t *weightedTask) unpack(bool) []func() { return []func(){t.f} }
+func (t *weightedTask) unpack(bool) ([]func(), func()) { return []func(){t.f}, nil }
 
 func (t *weightedTask) run() worker.Outcome {
 	defer t.e.Unhold(t.n - 1)
