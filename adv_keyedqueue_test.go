@@ -1453,7 +1453,6 @@ func kqHeavyHeadOrder(t *testing.T, keyed bool) string {
 // of submitting. Keyed.Stats is read, not Pool.Stats, which reads GOMAXPROCS itself. It sets
 // GOMAXPROCS, so it does not run in parallel.
 func TestAdvKQKeyedSubmitsKeepACPUsPoolFollowingGOMAXPROCS(t *testing.T) {
-	t.Skip("fault: a pool of CPUs fed only by Keyed submits never re-reads GOMAXPROCS: Keyed.submit/enqueue (and Keyed.Stats) never call core.poke, unlike every other door")
 	setProcs(t, 2)
 	p := crew.New(crew.CPUs)
 	k := crew.NewKeyed[int](p)

@@ -179,6 +179,7 @@ func (k *Keyed[K]) enqueue(key K, task func(), wait bool, ctx context.Context) e
 	if k.p.core.ended() {
 		return ErrStopped
 	}
+	k.p.core.poke() // as every submit of the pool does, under CPUs
 	k.mu.Lock()
 	for {
 		if ctx != nil && ctx.Err() != nil {
@@ -252,6 +253,7 @@ func (k *Keyed[K]) enqueue(key K, task func(), wait bool, ctx context.Context) e
 // histograms are nil: the pool's own histograms count keyed tasks. It is safe for concurrent
 // use and from a task.
 func (k *Keyed[K]) Stats() Stats {
+	k.p.core.sizing.check() // as Pool.Stats does: MaxWorkers follows GOMAXPROCS under CPUs
 	pc := k.p.core.e.Counters()
 	k.mu.Lock()
 	defer k.mu.Unlock()
