@@ -1404,7 +1404,6 @@ func TestAdvKQTurnDoesNotOvertakeAHeavyTaskAtTheHead(t *testing.T) {
 		}
 	})
 	t.Run("keyed", func(t *testing.T) {
-		t.Skip("fault: a key's running turn goes on to a keyed task submitted after a SubmitN(2) task waiting at the head of the queue, overtaking it (plain: [a1 P H a2], keyed: [a1 a2 P H]); worker.Engine.GoesOn asks the limit, pauses, levels and rate, not whether a heavy task heads the queue")
 		if got := kqHeavyHeadOrder(t, true); got != "[a1 P H a2]" {
 			t.Fatalf("order %s, want [a1 P H a2]: the keyed task overtook the heavy task at the head", got)
 		}

@@ -20,8 +20,9 @@ func (e *Engine[T]) Done() <-chan struct{} { return e.done }
 // GoesOn reports whether a running task of e may start more work in the slot it holds now, as
 // a new task of e would start: neither e nor an ancestor is paused, the tasks running (the
 // caller's among them) are within a limit a Resize may have lowered, no task of a higher
-// level waits in e's queue, e's turn at its level in the parent is not over (Config.Turn),
-// and e and every ancestor that limits the rate give a token (taken). A key's turn, which
+// level waits in e's queue, no weighted task that does not fit heads it (starts stay first
+// in, first out: see weight.go), e's turn at its level in the parent is not over
+// (Config.Turn), and e and every ancestor that limits the rate give a token (taken). A key's turn, which
 // runs several keyed tasks in one slot, asks it before each task after its first, so that
 // every keyed task starts as a task of the pool does; refused, the turn ends and its runner
 // waits in the queue again.
@@ -37,6 +38,7 @@ func (e *Engine[T]) GoesOn() bool {
 	// a higher level waits in e's own queue.
 	e.mu.Lock()
 	above, _ := e.queuedFrom(0)
+	behind := above || e.heavyHead()
 	e.mu.Unlock()
-	return !above && e.Admits()
+	return !behind && e.Admits()
 }

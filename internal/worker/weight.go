@@ -45,6 +45,16 @@ func (e *Engine[T]) mayStartGated(arg T) bool {
 	return e.running == 0 || e.running+e.held+e.weight(arg) <= e.max
 }
 
+// heavyHead reports whether a weighted task that does not fit now heads the queue: nothing
+// may start before it. Callers hold e.mu.
+func (e *Engine[T]) heavyHead() bool {
+	if e.sched&gateWeights == 0 {
+		return false
+	}
+	head, _, ok := e.queue.PeekAt()
+	return ok && !e.mayStartGated(head)
+}
+
 // hold counts the extra slots of arg, which is starting. Callers hold e.mu.
 func (e *Engine[T]) hold(arg T) {
 	if e.sched != 0 {
