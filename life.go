@@ -174,8 +174,12 @@ func beginTask(t task) worker.Outcome {
 
 // doomedTask is a Pool engine's worker.Config.Doomed: a task with a claim that another party
 // has taken, or that will be skipped when taken (its context ended, or a Shutdown gave up).
-// Both stay so once true.
+// Both stay so once true. A sub-pool's worker forwarded to its parent is doomed when the
+// task it carries is: it starts nothing but that task's skip.
 func doomedTask(t task) bool {
+	if w, ok := t.(*subWorker); ok {
+		t = w.first
+	}
 	c, ok := t.(claimer)
 	if !ok {
 		return false

@@ -296,8 +296,10 @@ func (e *Engine[T]) takeGuarded(w *worker[T]) (T, bool) {
 	// Its replacement, forwarded by exit, goes behind the head of the parent's queue, not at
 	// its tail: it had its turn, and a parent with a backlog and a rate limit would otherwise
 	// start one task of the sub-pool per pass through that backlog
-	// (TestRateLimitedSubPoolServesItsSubPool).
-	if e.cfg.Parent != nil && !e.cfg.Parent.Admits() {
+	// (TestRateLimitedSubPoolServesItsSubPool). A task that will not run (Config.Doomed)
+	// asks only that no ancestor is paused: it takes no token of their rate limits, as it
+	// takes none of e's (openFor).
+	if e.cfg.Parent != nil && !e.parentAdmits(arg) {
 		e.cutIn = true
 		return zero, false
 	}
@@ -306,6 +308,15 @@ func (e *Engine[T]) takeGuarded(w *worker[T]) (T, bool) {
 	e.slot()
 	e.hold(arg)
 	return arg, true
+}
+
+// parentAdmits asks the parent whether arg, the next task of a sub-pool's worker, may start:
+// Admits, or for a task that will not run only that no ancestor is paused.
+func (e *Engine[T]) parentAdmits(arg T) bool {
+	if e.cfg.Doomed != nil && e.cfg.Doomed(arg) {
+		return !e.cfg.Parent.Halted()
+	}
+	return e.cfg.Parent.Admits()
 }
 
 // plain reports whether the engine uses no feature that changes how a task is queued or
