@@ -169,9 +169,9 @@ func (f *Future[R]) help() {
 // reports false if the function has started (or ended, or was never accepted): it then runs
 // to its end, and Wait returns what it returns. A Cancel racing with the start is decided
 // once, one way. Cancel takes constant time and never blocks: the function's place in the
-// queue is freed when a worker reaches it, and it is counted in [Stats].Skipped then (or in
-// Returned, if [Pool.StopNow] takes it out first); until then it counts as Waiting. A second
-// Cancel reports false.
+// queue is freed when a worker reaches it, or when [Pool.StopNow] takes it out first, and it
+// is counted in [Stats].Skipped then (never in Returned: StopNow hands back only what would
+// still run); until then it counts as Waiting. A second Cancel reports false.
 func (f *Future[R]) Cancel() bool {
 	if !f.claim.state.CompareAndSwap(queued, canceled) {
 		return false
