@@ -214,7 +214,6 @@ func TestAdvLifeTaskTimeoutInALentSlotIsTheWaitedPools(t *testing.T) {
 		g, _ := p.GroupAll(ctx)
 		g.Go(timeoutProbe) // on the caller: the queue is full
 		errs := []error{g.Wait()}
-		g, _ = p.GroupAll(ctx)
 		r, _ := crew.NewResults[int](ctx, p)
 		fs := crew.GoContext(ctx, p, func(ctx context.Context) (int, error) { return 0, timeoutProbe(ctx) })
 		_, err := fs.Wait()

@@ -177,10 +177,7 @@ func beginTask(t task) worker.Outcome {
 // Both stay so once true. A sub-pool's worker forwarded to its parent is doomed when the
 // task it carries is: it starts nothing but that task's skip.
 func doomedTask(t task) bool {
-	if w, ok := t.(*subWorker); ok {
-		t = w.first
-	}
-	c, ok := t.(claimer)
+	c, ok := carried(t).(claimer)
 	if !ok {
 		return false
 	}

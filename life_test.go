@@ -181,6 +181,84 @@ func TestShutdownPastItsDeadlineCancelsRunningFunctions(t *testing.T) {
 	idleIdentity(t, "sub-pool", sub.Stats())
 }
 
+// TestShutdownThatGivesUpFailsQueuedFunctionsAtOnce: once a Shutdown past its deadline has
+// returned, the functions with a context still queued on the pool and its sub-pools (a paused
+// one, one below a sub-pool, one whose worker waits in its parent's queue) have failed with
+// ErrStopped, though no worker reaches their places while a plain task holds the only slot.
+// Their places count as Waiting until one does, then as Skipped.
+func TestShutdownThatGivesUpFailsQueuedFunctionsAtOnce(t *testing.T) {
+	root := crew.New(1)
+	mid := root.Sub(1)
+	leaf := mid.Sub(1, crew.WithPriority(1))
+	paused := root.Sub(1)
+	paused.Pause()
+	gate := make(chan struct{})
+	defer close(gate)
+	release := sync.OnceFunc(func() { gate <- struct{}{} })
+	defer release()
+	started := make(chan struct{})
+	must(t, root.Submit(func() { close(started); <-gate }))
+	<-started
+	never := func(context.Context) (int, error) {
+		t.Error("a skipped function ran")
+		return 0, nil
+	}
+	var futures []*crew.Future[int]
+	var groups []*crew.Group
+	for _, p := range []*crew.Pool{root, mid, leaf, paused} {
+		futures = append(futures, crew.GoContext(context.Background(), p, never))
+		g, _ := p.Group(context.Background())
+		g.Go(func(ctx context.Context) error { _, err := never(ctx); return err })
+		groups = append(groups, g)
+	}
+	mapped := goRun(func() {
+		_, err := crew.Map(context.Background(), leaf, []int{1, 2, 3}, func(ctx context.Context, _ int) (int, error) { return never(ctx) })
+		if !errors.Is(err, crew.ErrStopped) {
+			t.Errorf("Map = %v, want ErrStopped", err)
+		}
+	})
+	// Map gives the pool as many functions at once as its limit, one here.
+	waitFor(t, "the Map's function to queue", func() bool { return leaf.Stats().Accepted == 3 })
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if err := root.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Shutdown = %v, want DeadlineExceeded", err)
+	}
+	for i, f := range futures {
+		if _, err := returnsWithin2(t, "a queued future's Wait", f.Wait); !errors.Is(err, crew.ErrStopped) {
+			t.Errorf("future %d: Wait = %v, want ErrStopped", i, err)
+		}
+	}
+	for i, g := range groups {
+		if err := returnsWithin(t, "a group's Wait", g.Wait); !errors.Is(err, crew.ErrStopped) {
+			t.Errorf("group %d: Wait = %v, want ErrStopped", i, err)
+		}
+	}
+	awaitReturn(t, "Map", mapped)
+	if s := root.Stats(); s.Running != 1 || s.Skipped != 0 {
+		t.Errorf("root %+v: want the plain task running, nothing counted skipped before a worker met it", s)
+	}
+	release()
+	awaitReturn(t, "StopAndWait", goRun(root.StopAndWait))
+	var skipped uint64
+	for _, p := range []*crew.Pool{root, mid, leaf, paused} {
+		s := p.Stats()
+		idleIdentity(t, "pool", s)
+		skipped += s.Skipped
+	}
+	if skipped != 4+4+1 {
+		t.Errorf("%d skipped over the tree, want 9 (4 futures, 4 groups' functions, 1 of the Map)", skipped)
+	}
+}
+
+// returnsWithin2 is returnsWithin for a call with a value.
+func returnsWithin2[V any](t *testing.T, what string, f func() (V, error)) (V, error) {
+	t.Helper()
+	var v V
+	err := returnsWithin(t, what, func() (err error) { v, err = f(); return err })
+	return v, err
+}
+
 // TestShutdownWithinItsDeadlineCancelsNothing: a Shutdown whose context outlives the drain
 // leaves every context alone.
 func TestShutdownWithinItsDeadlineCancelsNothing(t *testing.T) {

@@ -208,15 +208,19 @@ func (p *Pool) StopAndWait() {
 // accepted tasks to finish, but no longer than ctx allows: if ctx ends first it returns
 // ctx.Err(), and then stops firmly what it can: the functions given with a context (of
 // [GoContext], groups, [Results], [Map], [ForEach], [MapSeq] and [MapSeqUnordered], on the
-// pool or its sub-pools) still queued are skipped, and the contexts of those running end with
-// cause [ErrStopped], so that the ones watching their context return. Plain tasks, which carry
+// pool or its sub-pools) still queued are skipped at once, their futures, groups and calls
+// failing with [ErrStopped] without waiting for a worker to reach them, and the contexts of
+// those running end with cause [ErrStopped], so that the ones watching their context return. Plain tasks, which carry
 // no context, still run in the background. [Pool.StopAndWait] cancels nothing. Shutdown
 // returns nil whenever the pool has exited, even if ctx has ended too (a pool stopped and
 // drained earlier, say). It mirrors net/http.Server.Shutdown. It panics if ctx is nil, and
 // then stops nothing.
 func (p *Pool) Shutdown(ctx context.Context) error {
 	checkPool(p, "Shutdown")
-	return p.core.shutdown(ctx, p.Stop, p.redispatchTree)
+	return p.core.shutdown(ctx, p.Stop, func() {
+		p.skipQueued()
+		p.redispatchTree()
+	})
 }
 
 // Resize sets the worker limit to maxWorkers and returns at once, without waiting for running

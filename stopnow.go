@@ -68,6 +68,58 @@ func (p *Pool) redispatchTree() {
 	}
 }
 
+// skipQueued fails at once the queued functions with a context of p and of its sub-pools, at
+// any depth, that a Shutdown of p which gave up skips, each with its cause, as
+// Future.Cancel fails its function: no worker may reach their places for a long time (a
+// paused pool, a plain task that never returns), and their futures, groups and maps would
+// wait until one did. Their places stay in the queues, counted as Waiting, until a worker
+// or StopNow drops them, counted in Skipped. Besides p's tree, it looks in the queues of the
+// pools above p, where p's workers wait carrying p's first tasks.
+//
+// Each is claimed as a wait that helps claims a function whose context has ended (lend), so
+// that a sequence's call, which is reused once it has ended, is marked as one whose place a
+// worker has yet to reach.
+func (p *Pool) skipQueued() {
+	var doomed []lendable
+	look := func(t task) {
+		if l, ok := carried(t).(lendable); ok {
+			doomed = append(doomed, l)
+		}
+	}
+	for q := p.parent; q != nil; q = q.parent {
+		q.core.e.Each(look)
+	}
+	p.eachInTree(func(q *Pool) { q.core.e.Each(look) })
+	for _, l := range doomed {
+		ctx, q := l.scope()
+		// skipping stays true once true, so lend claims the function as skipped and fails
+		// it, or finds it claimed already: it never lends it to run.
+		if skipping(ctx, q) {
+			l.lend()
+		}
+	}
+}
+
+// eachInTree calls f with p and its sub-pools, at any depth.
+func (p *Pool) eachInTree(f func(*Pool)) {
+	f(p)
+	for _, c := range p.subs() {
+		c.eachInTree(f)
+	}
+}
+
+// carried returns the task that t, if it is a sub-pool's worker, carries to run first: a
+// task of the sub-pool, which is itself a worker when the sub-pool has sub-pools of its own.
+func carried(t task) task {
+	for {
+		w, ok := t.(*subWorker)
+		if !ok {
+			return t
+		}
+		t = w.first
+	}
+}
+
 // stopTree stops p and its sub-pools, at any depth, each taking its queue out in the same
 // step, and appends the queues to queues, p's first.
 func (p *Pool) stopTree(queues *[][]task) {

@@ -409,9 +409,11 @@ func TestMapSeqCancellationDoesNotHideTheFailureThatCausedIt(t *testing.T) {
 		defer p.StopAndWait()
 		boom := errors.New("boom")
 		var cause atomic.Value
+		var ran2 atomic.Bool
 		r := rangeAll(mapSeq(context.Background(), p, countTo(8), func(ctx context.Context, v int) (int, error) {
 			switch v {
 			case 2:
+				ran2.Store(true)
 				if err := within(ctx.Done(), "the failure to cancel the context"); err != nil {
 					return 0, err
 				}
@@ -425,6 +427,11 @@ func TestMapSeqCancellationDoesNotHideTheFailureThatCausedIt(t *testing.T) {
 		r.endsWith(t, boom)
 		if ordered && !slices.Equal(r.vals, []int{0, 1}) {
 			t.Fatalf("results %v, want [0 1]", r.vals)
+		}
+		// Unordered, value 2 may still be queued when 5 fails (a loaded machine starts the
+		// workers late), and is then skipped.
+		if !ordered && !ran2.Load() {
+			return
 		}
 		if c, _ := cause.Load().(error); c != boom {
 			t.Fatalf("context.Cause of the calls' context = %v, want boom", c)

@@ -179,6 +179,18 @@ func (q *Queue[T]) Pop() (v T, ok bool) {
 	return v, true
 }
 
+// Each calls f with every value in the queue, front first. f must not change the queue.
+func (q *Queue[T]) Each(f func(T)) {
+	i, left := q.first, q.n
+	for s := q.head; left > 0; s = s.next {
+		for ; i < len(s.items) && left > 0; i++ {
+			f(s.items[i])
+			left--
+		}
+		i = 0
+	}
+}
+
 // Peek returns the value at the front of the queue without removing it.
 func (q *Queue[T]) Peek() (v T, ok bool) {
 	if q.n == 0 {

@@ -44,11 +44,21 @@ func (m *modelQueue) pop(n int) {
 	}
 }
 
-// check compares Len and Peek with the slice.
+// check compares Len, Peek and what Each visits with the slice.
 func (m *modelQueue) check() {
 	m.t.Helper()
 	if m.q.Len() != len(m.model) {
 		m.t.Fatalf("Len = %d, want %d", m.q.Len(), len(m.model))
+	}
+	i := 0
+	m.q.Each(func(v int) {
+		if i >= len(m.model) || v != m.model[i] {
+			m.t.Fatalf("Each visited %d at %d; want the %d values in order", v, i, len(m.model))
+		}
+		i++
+	})
+	if i != len(m.model) {
+		m.t.Fatalf("Each visited %d values, want %d", i, len(m.model))
 	}
 	if v, ok := m.q.Peek(); ok != (len(m.model) > 0) || (ok && v != m.model[0]) {
 		m.t.Fatalf("Peek = %d, %v; want the front of %d values", v, ok, len(m.model))
@@ -56,13 +66,19 @@ func (m *modelQueue) check() {
 }
 
 // TestQueueIsFIFOAcrossSegments pushes and pops in random bursts across many segment
-// boundaries and checks the order and Len against a slice.
+// boundaries, some values put back at the front, and checks the order, Len and Each against
+// a slice.
 func TestQueueIsFIFOAcrossSegments(t *testing.T) {
 	m := &modelQueue{t: t}
 	r := rand.New(rand.NewPCG(1, 2))
 	for range 2000 {
 		m.push(r.IntN(700))
 		m.pop(r.IntN(700))
+		for range r.IntN(3) {
+			m.q.PushFront(-m.next)
+			m.model = append([]int{-m.next}, m.model...)
+			m.next++
+		}
 		m.check()
 	}
 }

@@ -169,6 +169,17 @@ func (l *levels[T]) pop() (T, int64, bool) {
 	return zero, 0, false
 }
 
+// each calls f with every task waiting, level by level.
+func (q *levelQueue[T]) each(f func(T)) {
+	if q.lv == nil {
+		q.fifo.Each(f)
+		return
+	}
+	for _, l := range q.lv.qs {
+		l.q.Each(f)
+	}
+}
+
 // dropFrom returns the FIFO whose head DiscardOldest drops, or nil if there is none to drop:
 // the plain queue unless its head is one keep keeps; with levels, the lowest level whose head
 // keep does not keep. A higher level's tasks are the ones the pool runs first, so they are

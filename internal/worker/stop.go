@@ -87,6 +87,14 @@ func (e *Engine[T]) removeAll() []T {
 	return out
 }
 
+// Each calls f with every task waiting in the queue. f runs with e.mu held and must not call
+// into the engine.
+func (e *Engine[T]) Each(f func(T)) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.queue.each(f)
+}
+
 // Drained returns a channel closed when no accepted task is waiting or running, or nil if
 // that is already so.
 func (e *Engine[T]) Drained() <-chan struct{} {
