@@ -79,6 +79,8 @@
 // runs while the pool (or a pool above it) is paused, and a rate limit ([WithRateLimit])
 // paces them; the limit itself is not asked again, since the slot is already counted.
 //
+// # Profiler labels
+//
 // Profiler labels (runtime/pprof) follow the work, not the worker. A worker starts with no
 // labels, whichever goroutine's submit started it, and a plain task runs under none. A
 // function given with a context (the functions of [GoContext], a group, a [Results], [Map],
@@ -87,7 +89,7 @@
 // calls runtime.Goexit; so work that a request labelled with pprof.Do hands to a pool shows
 // in profiles under the request's labels. A function that [CallerRuns] runs on its submitter
 // keeps the submitter's labels, and one that a waiting function runs itself in its slot
-// ("Waits that help" below) keeps the labels the waiting function runs under: crew cannot
+// ("Waits that help" above) keeps the labels the waiting function runs under: crew cannot
 // read a goroutine's labels to give them back, so it leaves them as they are. A nested group
 // made from the context crew gave a function carries that function's labels anyway; labels
 // added to it for the nested functions alone show only where a worker runs them.
@@ -105,8 +107,9 @@
 //
 // A task that panics never takes down its worker or the process. A plain task's panic goes to
 // the handler set by [WithPanicHandler] (by default, logged with its stack through log/slog);
-// a function run by [Go], a [Group], [Results], [Map] or [ForEach] reports it as a
-// [*PanicError] from Wait. panic(nil) is a panic like any other, also under
+// a function run by [Go], [GoContext], a [Group], [Results], [Map], [ForEach], [MapSeq] or
+// [MapSeqUnordered] reports it as a [*PanicError] from Wait (or as the failure a sequence
+// yields). panic(nil) is a panic like any other, also under
 // GODEBUG=panicnil=1. A task or a panic handler that calls [runtime.Goexit] ends its worker's
 // goroutine; the task counts as completed (or panicked, from the handler) and a new worker
 // takes the worker's place.

@@ -342,7 +342,7 @@ func FuzzPoolOperations(f *testing.F) {
 	f.Add([]byte{discardOldest | 1, 0x81, opSubmit, opSubmit, opSubmit, opSubmit, opSubmitTimeout, opStats, opStopNow, opStats})
 	f.Add([]byte{discardOldest, 2, opSubmit, opGroup, 2*fuzzOps + opGroup, opSubmit, opSubmit, opStats, opWait}) // dropped group functions fail the group
 	f.Add([]byte{discardOldest, 1, opPause, opSubmit, opSubmit, opSubmit, opStats, opResume, opWait})            // paused full queue drops
-	f.Add([]byte{callerRuns, 1, opPause, opSubmit, opSubmit, opSubmit, opStats, opStop, opWait})                 // paused full queue runs on the caller
+	f.Add([]byte{callerRuns, 1, opPause, opSubmit, opSubmit, opSubmit, opStats, opStop, opWait})                 // paused full queue: the caller waits
 	// A task that submits into its own full pool: on the caller, dropped, refused, queued.
 	f.Add([]byte{callerRuns, 1, opSubmit, opSubmit, opSubmitFrom, opStats, opWait})
 	f.Add([]byte{callerRuns, 0x81, opSubmitFrom, opStats, opSubmitFrom, opSubmitFrom, opStats, opWait})
@@ -586,10 +586,12 @@ func FuzzPoolOperations(f *testing.F) {
 				return
 			}
 			fate := m.offer(w)
-			if !m.stopped && fate == "full" && m.policy == crew.Block && how != 2 {
+			// CallerRuns runs nothing on the caller while paused: it waits for Resume.
+			blocks := m.policy == crew.Block || (m.policy == crew.CallerRuns && m.paused)
+			if !m.stopped && fate == "full" && blocks && how != 2 {
 				return // a Submit that would block is the stress suite's business
 			}
-			inline := !m.stopped && fate == "full" && m.policy == crew.CallerRuns
+			inline := !m.stopped && fate == "full" && m.policy == crew.CallerRuns && !m.paused
 			if inline && end == endGoexit {
 				end = endReturn // Goexit on the caller would end the fuzzer's goroutine
 			}

@@ -158,7 +158,8 @@ func (p *Pool) SubmitContext(ctx context.Context, task func()) error {
 }
 
 // Wait blocks until every task accepted so far has finished, including tasks accepted while
-// it waits. The pool stays usable. The return of each task synchronizes before the return of
+// it waits, and the tasks of its sub-pools, which run as tasks of the pool. The pool stays
+// usable. The return of each task synchronizes before the return of
 // the Wait call that waits for it. Calling Wait from a task of the same pool (or of a
 // sub-pool) never returns, since that task has not finished: to wait inside a task for work
 // it gave the pool, use a [Group] made from the task's context (package documentation,
@@ -251,11 +252,15 @@ func (p *Pool) Stats() Stats {
 // [Pool.Shutdown] wait for them. maxWorkers may be [CPUs]. It panics if maxWorkers is less
 // than 1 (other than CPUs) or an option is out of range.
 //
-// By default a sub-pool has p's panic handler and an unbounded queue. opts may bound its
-// queue ([WithQueueSize], [WithNonBlocking]), give it a panic handler of its own
-// ([WithPanicHandler]), tie it to a context ([WithContext]) or let it choose its limit
-// ([WithAdaptiveLimit], not inherited); [WithMinWorkers] and
-// [WithIdleTimeout] have no effect on it, since its workers are p's.
+// By default a sub-pool has p's panic handler and task timeout and an unbounded queue, and
+// none of p's hooks, histograms, overflow policy, rate limit or priority. opts may bound its
+// queue and choose what a full one does ([WithQueueSize], [WithNonBlocking], [WithOverflow],
+// [WithMaxWait], [WithMaxBlocked], [WithDiscardHandler]), give it a priority level in p
+// ([WithPriority]), a rate limit ([WithRateLimit]), hooks ([WithHooks]), histograms
+// ([WithLatencyHistograms]), a task timeout ([WithTaskTimeout]) or a panic handler
+// ([WithPanicHandler]) of its own, tie it to a context ([WithContext]) or let it choose its
+// limit ([WithAdaptiveLimit]). [WithMinWorkers] and [WithIdleTimeout] have no effect on it,
+// since its workers are p's; WithMinWorkers is still checked against maxWorkers.
 //
 // A sub-pool's worker is a task of p that runs the sub-pool's queued tasks one after another
 // and returns when the queue is empty; it may wait in p's queue like any task of p. p's
@@ -271,7 +276,7 @@ func (p *Pool) Sub(maxWorkers int, opts ...Option) *Pool {
 	base.clearOverload()
 	base.priority, base.adaptiveMin = 0, 0
 	c := newConfigFrom(base, "Sub", maxWorkers, opts)
-	c.minWorkers = 0
+	c.minWorkers, c.idleTimeout = 0, base.idleTimeout // p's workers run its tasks
 	child := &Pool{parent: p}
 	child.core.self = child
 	child.core.hard.init(&p.core.hard)

@@ -163,6 +163,7 @@ type seqRun[T, R any] struct {
 	finished []*seqTask[T, R] // calls returned since the ranging goroutine last looked
 	sleeping bool             // the ranging goroutine waits on wake for a call to return
 	first    error            // the failure that canceled ctx, if a call's did
+	looked   bool             // lookAgain has run: see there
 	wake     chan struct{}
 
 	// Owned by the ranging goroutine.
@@ -304,7 +305,16 @@ func (s *seqRun[T, R]) collect(block bool) []*seqTask[T, R] {
 		}
 		s.sleeping = true
 		s.mu.Unlock()
-		<-s.wake
+		var skipped <-chan struct{} // ctx ending or a Shutdown giving up skips queued calls
+		if !s.looked {
+			skipped = s.skip.Done()
+		}
+		select {
+		case <-s.wake:
+		case <-skipped:
+			s.lookAgain()
+			<-s.wake
+		}
 		s.mu.Lock()
 	}
 	got := s.finished
@@ -378,8 +388,26 @@ func (s *seqRun[T, R]) finish() {
 	s.cancel(nil)
 	s.stop(nil)
 	s.unfollow()
+	if s.running > 0 {
+		s.lookAgain()
+	}
 	for s.running > 0 {
 		s.collect(true)
+	}
+}
+
+// lookAgain has p and the pools above it look at their queues, once, when the range's calls
+// still queued have become ones that will be skipped. Such a call leaves the queue without a
+// token of a rate limit, but only once a worker looks at it, which an empty bucket would put
+// off until its next token is due, and the range statement would wait as long. Callers hold
+// no lock.
+func (s *seqRun[T, R]) lookAgain() {
+	if s.looked {
+		return
+	}
+	s.looked = true
+	for q := s.p; q != nil; q = q.parent {
+		q.core.e.Redispatch()
 	}
 }
 
