@@ -364,7 +364,16 @@ func (s *seqRun[T, R]) push(v T, yield func(R, error) bool) bool {
 		s.running++
 		s.returned(t)
 	}
-	return s.deliver(yield, s.limit-1)
+	if !s.deliver(yield, s.limit-1) {
+		return false
+	}
+	// The loop body, or a call, may have ended ctx meanwhile: in is not to produce another
+	// value that would then be dropped.
+	if s.ctx.Err() != nil {
+		s.cut = true
+		return false
+	}
+	return true
 }
 
 // drain yields what is left once in has ended or pulling has stopped, and then ctx.Err() if

@@ -153,12 +153,10 @@ type run struct {
 	work     context.Context
 	stopWork context.CancelFunc
 	stopping atomic.Bool
-	// pulling ends the pulls under way. It ends only when pulling cannot go on (the
-	// connection is closed, the consumer is gone): a pull ended on this side drops the
+	// The pulls under way are never ended on this side: a pull ended here drops the
 	// messages still on their way to it, which would then wait out their ack wait on the
-	// server. When ctx ends, the pulls are left to end on the server instead.
-	pulling    context.Context
-	stopPulls  context.CancelFunc
+	// server and spend a delivery unhandled. Each ends on the server, at its expiry at the
+	// latest, or when the consumer is gone; readers waits for them.
 	readers    sync.WaitGroup
 	changed    chan struct{} // a token whenever held or pulls goes down, or a lookup is due
 	retryTimer *time.Timer
@@ -195,8 +193,6 @@ func (r *run) run(ctx context.Context) error {
 	defer r.stopHctx()
 	r.work, r.stopWork = context.WithCancel(ctx)
 	defer r.stopWork()
-	r.pulling, r.stopPulls = context.WithCancel(context.WithoutCancel(ctx))
-	defer r.stopPulls()
 	r.live.prev, r.live.next = &r.live, &r.live
 	r.spanStart = time.Now()
 	unregister := context.AfterFunc(ctx, r.stop)
@@ -206,7 +202,7 @@ func (r *run) run(ctx context.Context) error {
 		if r.pool.Stopped() {
 			// Noticed here too, not only by a submit: the tasks a StopNow handed back never
 			// run, and their messages must be released without waiting for the next one.
-			r.fail(fmt.Errorf("crew/jetstream: %w", crew.ErrStopped), false)
+			r.fail(fmt.Errorf("crew/jetstream: %w", crew.ErrStopped))
 			break
 		}
 		if gen, err := r.takeLookup(); err != nil {
@@ -218,15 +214,16 @@ func (r *run) run(ctx context.Context) error {
 			r.idle(wait)
 			continue
 		}
-		fctx, cancel := context.WithTimeout(r.pulling, expiry)
-		batch, err := r.cons.Fetch(n, jetstream.FetchContext(fctx))
+		// The server is given the expiry, and nats.go waits for the server's end of the
+		// pull (or a second past the expiry): with a context's deadline instead, nats.go
+		// gives the server 90% of the time and drops what arrives after the deadline.
+		batch, err := r.cons.Fetch(n, jetstream.FetchMaxWait(expiry))
 		if err != nil {
-			cancel()
 			r.endPull(n, 0, gen, err)
 			continue
 		}
 		r.readers.Add(1)
-		go r.read(batch, n, gen, cancel, r.inOrder())
+		go r.read(batch, n, gen, r.inOrder())
 	}
 	r.stop()
 	// The pulls under way end on the server, at their expiry at the latest; what they bring
@@ -269,18 +266,14 @@ func (r *run) releaseWaiting() {
 	}
 }
 
-// fail records why pulling stops for good and stops taking work; abort also ends the pulls
-// under way, for failures after which no message can reach Consume anyway.
-func (r *run) fail(err error, abort bool) {
+// fail records why pulling stops for good and stops taking work.
+func (r *run) fail(err error) {
 	r.mu.Lock()
 	if r.err == nil {
 		r.err = err
 	}
 	r.mu.Unlock()
 	r.stop()
-	if abort {
-		r.stopPulls()
-	}
 }
 
 // limits takes the consumer's request limits from info, and reports whether they changed.
@@ -386,7 +379,6 @@ func (r *run) reserve() (n int, expiry time.Duration, gen int, wait time.Duratio
 	}
 	expiry = r.cfg.pullExpiry
 	if r.maxExpires > 0 {
-		// FetchContext asks the server for 90% of the context's time, or a second less.
 		expiry = min(expiry, r.maxExpires)
 	}
 	r.held += free
@@ -423,9 +415,8 @@ const stoppedPoll = 100 * time.Millisecond
 // waits for room in the pool must not keep the ones behind it from their in-progress
 // signals. Then it gives back the slots the pull reserved and did not fill. turn (see
 // inOrder) orders the hand-overs of successive pulls.
-func (r *run) read(batch jetstream.MessageBatch, reserved, gen int, cancel context.CancelFunc, turn order) {
+func (r *run) read(batch jetstream.MessageBatch, reserved, gen int, turn order) {
 	defer r.readers.Done()
-	defer cancel()
 	arrived := make(chan *delivery, reserved) // a pull brings at most reserved messages
 	r.readers.Add(1)
 	go func() {
@@ -477,7 +468,7 @@ func (r *run) endPull(unused, got, gen int, err error) {
 	case err == nil:
 	case errors.Is(err, nats.ErrConnectionClosed) || errors.Is(err, jetstream.ErrConsumerDeleted) ||
 		errors.Is(err, jetstream.ErrBadRequest):
-		r.fail(fmt.Errorf("crew/jetstream: pulling messages: %w", err), true)
+		r.fail(fmt.Errorf("crew/jetstream: pulling messages: %w", err))
 		err = nil
 	case errors.Is(err, nats.ErrNoResponders):
 		// The consumer or its stream may be gone, or the server restarting: ask the server.
@@ -538,13 +529,13 @@ func (r *run) confirm(cause error, gen int) {
 	info, err := r.cons.Info(ctx)
 	switch {
 	case errors.Is(err, jetstream.ErrConsumerNotFound) || errors.Is(err, jetstream.ErrStreamNotFound):
-		r.fail(fmt.Errorf("crew/jetstream: %w: %w", jetstream.ErrConsumerDeleted, err), true)
+		r.fail(fmt.Errorf("crew/jetstream: %w: %w", jetstream.ErrConsumerDeleted, err))
 	case err != nil:
 		if r.work.Err() == nil {
 			r.report(fmt.Errorf("crew/jetstream: looking up the consumer after %v (retrying): %w", cause, err))
 		}
 	case !r.limits(info) && isLimitRefusal(cause) && gen == r.currentLimitsGen():
-		r.fail(fmt.Errorf("crew/jetstream: the server refuses pulls within the consumer's limits: %w", cause), false)
+		r.fail(fmt.Errorf("crew/jetstream: the server refuses pulls within the consumer's limits: %w", cause))
 	}
 }
 
@@ -645,7 +636,7 @@ func (r *run) dispatch(d *delivery) {
 		}
 	}
 	if errors.Is(err, crew.ErrStopped) {
-		r.fail(fmt.Errorf("crew/jetstream: %w", err), false) // d is released by releaseWaiting
+		r.fail(fmt.Errorf("crew/jetstream: %w", err)) // d is released by releaseWaiting
 	}
 	// Any other error: pulling stopped while the submit waited for room; d is released by
 	// releaseWaiting.
@@ -682,6 +673,21 @@ func (r *run) backoff(attempt int) time.Duration {
 		d *= 2
 	}
 	return min(d, 5*time.Minute)
+}
+
+// nakDelay is the delay to send with the nak of a message delivered attempt times, for the
+// server to redeliver it delay later. On a consumer with a BackOff list, nats-server starts
+// a nak's delay an ack wait in the past and then waits out the BackOff entry of the
+// message's deliveries so far: sent as is, delay comes back after delay - AckWait +
+// BackOff[attempt-1] (the last entry past the list's end). The delay sent makes up for it,
+// and is at least a nanosecond, since 0 would be a plain nak: no redelivery comes sooner
+// than BackOff[attempt-1] - AckWait.
+func (r *run) nakDelay(delay time.Duration, attempt int) time.Duration {
+	n := len(r.backoffList)
+	if n == 0 {
+		return delay
+	}
+	return max(delay+r.ackWait-r.backoffList[min(max(attempt, 1), n)-1], 1)
 }
 
 // drain waits, at most for the shutdown timeout, until every message held is settled. At the

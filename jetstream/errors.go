@@ -38,7 +38,9 @@ func (e *permanentError) Unwrap() error { return e.err }
 // RetryAfter marks err as a failure to retry after d rather than after the backoff delay
 // ([WithBackoff]): a [Handler] that returns it gets its message negatively acknowledged with
 // delay d, so the server redelivers it d later (at once if d is 0 or less), as an HTTP
-// client honours a 429 response's Retry-After. The delivery still counts against the
+// client honours a 429 response's Retry-After. On a consumer with a BackOff list the server
+// redelivers the nth delivery no sooner than BackOff[n-1] - AckWait after a nak, so a
+// shorter d waits that long. The delivery still counts against the
 // consumer's MaxDeliver, and on the last one [WithDeadLetter] applies as to any failure.
 // err may be nil; the result's text is then "retry after" and d. The result matches err
 // under [errors.Is] and [errors.As]; an error that is also [Permanent] terminates the

@@ -74,8 +74,10 @@ func WithPrefetch(n int) Option {
 // WithBackoff sets the delay before a failed message is redelivered: after a handler error
 // (other than [Permanent]), a panic or runtime.Goexit, the message is negatively acknowledged
 // with delay(attempt), where attempt is the number of times the server has delivered it, 1
-// the first time. A delay of 0 or less asks for redelivery at once. delay is called on the
-// worker that ran the handler, and must be safe for concurrent use.
+// the first time. A delay of 0 or less asks for redelivery at once. On a consumer with a
+// BackOff list, no redelivery comes sooner than BackOff[attempt-1] - AckWait (see
+// [RetryAfter]). delay is called on the worker that ran the handler, and must be safe for
+// concurrent use.
 //
 // The default follows the consumer's BackOff list when it has one (the entry for the
 // attempt, the last one past its end), and otherwise waits 1s after the first delivery and

@@ -177,7 +177,7 @@ func (d *delivery) retry(cause error) error {
 		delay = d.r.backoff(d.attempt())
 	}
 	if delay > 0 {
-		return d.msg.NakWithDelay(delay)
+		return d.msg.NakWithDelay(d.r.nakDelay(delay, d.attempt()))
 	}
 	return d.msg.Nak()
 }
@@ -224,7 +224,7 @@ func (d *delivery) publishDeadLetter(cause error) error {
 func (r *run) settleFailed(err error) {
 	switch {
 	case errors.Is(err, nats.ErrConnectionClosed):
-		r.fail(err, true)
+		r.fail(err)
 	case errors.Is(err, nats.ErrNoResponders):
 		r.askLookup(err)
 	}
