@@ -13,7 +13,7 @@ import (
 
 // Future is the result of a function run on a pool by [Go] or [GoContext]. Its Wait returns
 // what the function returned, or the error that kept it from running or the [*PanicError] it
-// panicked with.
+// panicked with. Only Go and GoContext make one: the zero Future is not usable.
 //
 // A Future is safe for concurrent use: any number of goroutines may call Wait, Done and
 // Cancel.

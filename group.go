@@ -14,7 +14,7 @@ import (
 // Group runs functions on a pool as one unit of work: the first error cancels the group's
 // context, and [Group.Wait] returns that error once every function has returned. Build one
 // with [Pool.Group], or with [Pool.GroupAll] for a group that runs every function to the end
-// and returns every error.
+// and returns every error; the zero Group is not usable.
 //
 // A Group is safe for concurrent use. Many groups may share one pool, each with its own
 // context; a group on a sub-pool ([Pool.Sub]) runs at most the sub-pool's limit of functions
@@ -384,7 +384,8 @@ func (g *Group) abort(seq uint64, err error) bool {
 
 // Results runs functions that return values on a pool and gives the values back in the order
 // the functions were submitted, whatever order they finish in. Like [Group], the first error
-// cancels the shared context and is returned by Wait. Build one with [NewResults].
+// cancels the shared context and is returned by Wait. Build one with [NewResults]; the zero
+// Results is not usable.
 //
 // A Results is safe for concurrent use; when Go is called from several goroutines, the order
 // of the values is the order in which the Go calls took effect.

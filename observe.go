@@ -62,7 +62,8 @@ type Hooks struct {
 	// [GoContext], a [Group], a [Results], [Map], [ForEach], [MapSeq] and
 	// [MapSeqUnordered]) on the goroutine that runs it, just before it runs, with the
 	// context it was to receive; the function receives the context Context returns instead
-	// (the one it was to receive if that is nil). A skipped function is not seen. end, unless nil, is called on that goroutine once the function has
+	// (the one it was to receive if that is nil). A skipped function is not seen. The end
+	// function it returns, unless nil, is called on that goroutine once the function has
 	// ended, with the error it returned, or with a non-nil error if it panicked or called
 	// runtime.Goexit. Plain tasks and the functions of [Go] carry no context and are not
 	// seen. A tracer uses it to start a span per function, a child of the span in the
