@@ -3,7 +3,10 @@ package crew
 import "context"
 
 // Pause stops tasks of the pool, and of its sub-pools, from starting until [Pool.Resume]:
-// once Pause has returned, none starts. Tasks already running go on. Submits are still
+// once Pause has returned, none starts. Tasks already running go on. A task starts when a
+// worker takes it to run ([Stats] counts it in Running from then), or under [CallerRuns]
+// when its submitter does; one taken just before Pause may enter its function a moment
+// after Pause returns, as it would a moment after its start anyway. Submits are still
 // accepted and wait in the queue (a bounded queue fills, and then the overflow policy
 // applies, but [CallerRuns] waits for Resume before it runs a task on its submitter);
 // [Pool.Wait] waits for them, so it does not return while tasks are queued on a

@@ -177,8 +177,10 @@ func (e *Engine[T]) SubmitOrRun(arg T, done <-chan struct{}) Result {
 		}
 		if e.Lends() {
 			e.mu.Unlock()
-			e.runInline(arg, at)
-			return Accepted
+			if e.runInline(arg, at) {
+				return Accepted
+			}
+			continue // paused meanwhile: look again
 		}
 		t := time.NewTimer(PausePoll)
 		r := e.blockHere(arg, done, t.C, e.resumedLocked()) // unlocks

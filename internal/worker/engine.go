@@ -85,15 +85,18 @@ const (
 )
 
 // Gate is what a sub-pool's engine asks its parent's. Halted reports whether it or an
-// ancestor is paused. Admits reports whether a worker of the sub-pool, which holds one of
-// the parent's slots, may go on to another task: no ancestor is paused, none runs more than
-// its limit, and each that limits the rate gives a token (taken; when one is out it arms a
+// ancestor is paused, Ended whether it or an ancestor was stopped. Admits reports whether a
+// worker of the sub-pool, which holds one of the parent's slots, may go on to another task:
+// no ancestor is paused, none runs more than its limit or has a weighted task that does not
+// fit at the head of its queue (first in, first out), and each that limits the rate gives a
+// token (taken; when one is out it arms a
 // timer and reports false). Lends is Admits without the limits, for a task that waits for
 // work it gave the pool and runs it in its own slot (see Engine.Lends). Halted takes no lock;
 // Admits takes each ancestor's lock in turn, never two at once, and is called with the
 // sub-pool's held. *Engine implements it.
 type Gate interface {
 	Halted() bool
+	Ended() bool
 	Admits() bool
 	Lends() bool
 	Paces() bool

@@ -82,11 +82,18 @@ func (e *Engine[T]) overflow(arg T, done <-chan struct{}, since int64) Result {
 
 // runPaced runs arg on the caller for CallerRuns once a worker's start could happen: no
 // pause of e or of its ancestors holds starts back and their rate limits give a token
-// (Lends). It looks again every PausePoll: a token falling due tells no one. done closing
-// first cancels the submit; e stopping first refuses it, as a stop refuses the submitters
+// (Lends), decided under e.mu as a worker's start is (runInline). It looks again every
+// PausePoll: a token falling due tells no one. done closing first cancels the submit; e or
+// a pool above it stopping while it waits refuses it, as a stop refuses the submitters
 // blocked on a full queue (the task is not accepted until it has run).
 func (e *Engine[T]) runPaced(arg T, since int64, done <-chan struct{}) Result {
-	for !e.Lends() {
+	for waited := false; ; waited = true {
+		if waited && e.Ended() {
+			return Stopped
+		}
+		if e.Lends() && e.runInline(arg, since) {
+			return Accepted
+		}
 		t := time.NewTimer(PausePoll)
 		select {
 		case <-t.C:
@@ -95,12 +102,13 @@ func (e *Engine[T]) runPaced(arg T, since int64, done <-chan struct{}) Result {
 			e.CountCanceled()
 			return Canceled
 		}
-		if e.Stopped() {
-			return Stopped
-		}
 	}
-	e.runInline(arg, since)
-	return Accepted
+}
+
+// Ended reports whether e or a pool above it was stopped. A parent's stop resumes the parent
+// before it stops its sub-pools, so a sub-pool's own flag alone would come too late.
+func (e *Engine[T]) Ended() bool {
+	return e.Stopped() || (e.cfg.Parent != nil && e.cfg.Parent.Ended())
 }
 
 // inline is block's answer when MaxWait ran out under CallerRuns: the caller runs the task.
@@ -182,7 +190,10 @@ func (e *Engine[T]) dropOldest(arg T) (old T, since int64, dropped, ok bool) {
 // counted. A panic goes to the panic handler, on the caller; a runtime.Goexit counts it as
 // completed and goes on ending the caller's goroutine. The Observer is told of its start and
 // end as of a worker's task, since being its submit time.
-func (e *Engine[T]) runInline(arg T, since int64) { e.runHere(arg, since, false) }
+// It reports false, running nothing, if e or a pool above it was paused since the caller
+// asked Lends: the start is decided under e.mu, so that none begins once a Pause of e has
+// returned.
+func (e *Engine[T]) runInline(arg T, since int64) bool { return e.runHere(arg, since, false) }
 
 // RunClaimed runs arg on the caller, as CallerRuns does, for a caller that claimed arg while
 // it was queued (a function that waits for its own work and runs it meanwhile): arg was
@@ -200,12 +211,16 @@ func (e *Engine[T]) now() int64 {
 }
 
 // runHere is runInline, and RunClaimed with claimed set.
-func (e *Engine[T]) runHere(arg T, since int64, claimed bool) {
+func (e *Engine[T]) runHere(arg T, since int64, claimed bool) bool {
 	// A weighted task gives back the slots beyond its first when it returns (Unhold), so it
 	// takes them here too, though its first slot is the caller's: without them the count of
 	// held slots would go below zero and let heavier tasks start than the limit allows
 	// (TestFuzzFindingWeightedCallerRunsKeepsTheLimit).
 	e.lock()
+	if !claimed && e.Halted() {
+		e.mu.Unlock()
+		return false
+	}
 	e.hold(arg)
 	e.mu.Unlock()
 	var w *worker[T] // the submitter's part in observing, as a worker's: see observe.go
@@ -229,7 +244,7 @@ func (e *Engine[T]) runHere(arg T, since int64, claimed bool) {
 	if !claimed {
 		if o = e.ready(arg); o != Completed {
 			ended = true
-			return
+			return true
 		}
 	}
 	if e.timed {
@@ -253,6 +268,7 @@ func (e *Engine[T]) runHere(arg T, since int64, claimed bool) {
 	if o == Panicked {
 		e.handlePanic(v, stack)
 	}
+	return true
 }
 
 // runOne runs arg; ok is false when it panicked, with what recover returned and the stack.

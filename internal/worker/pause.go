@@ -66,7 +66,7 @@ func (e *Engine[T]) Admits() bool {
 	// e's own turn at its level in its parent counts too: a task of a sub-pool of e starts
 	// as a task of e would, and not while a higher level waits above e
 	// (TestSubPoolOfASubPoolYieldsToAHigherLevelAboveIt).
-	within := e.running+e.held <= e.max && !e.turnOver()
+	within := e.running+e.held <= e.max && !e.turnOver() && !e.heavyHead()
 	e.mu.Unlock()
 	if !within {
 		return false
