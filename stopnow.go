@@ -76,27 +76,32 @@ func (p *Pool) redispatchTree() {
 // or StopNow drops them, counted in Skipped. Besides p's tree, it looks in the queues of the
 // pools above p, where p's workers wait carrying p's first tasks.
 //
-// Each is claimed as a wait that helps claims a function whose context has ended (lend), so
-// that a sequence's call, which is reused once it has ended, is marked as one whose place a
-// worker has yet to reach.
+// Each function is claimed as skipped while its pool's lock is held: a function found in a
+// queue is then in its current use, since a sequence's call (reused once it has ended) is
+// reused only after a worker took its place, which takes that lock. A call so claimed is
+// marked a husk, as a wait that claims one marks it, so that it is not reused while its place
+// waits. The claimed functions are failed once the lock is released.
 func (p *Pool) skipQueued() {
-	var doomed []lendable
+	var doomed []claimer
 	look := func(t task) {
-		if l, ok := carried(t).(lendable); ok {
-			doomed = append(doomed, l)
+		c, ok := carried(t).(claimer)
+		if !ok {
+			return
+		}
+		if ctx, q := c.scope(); skipping(ctx, q) && c.claimed().state.CompareAndSwap(queued, skipped) {
+			if h, ok := c.(interface{ markHusk() }); ok {
+				h.markHusk()
+			}
+			doomed = append(doomed, c)
 		}
 	}
 	for q := p.parent; q != nil; q = q.parent {
 		q.core.e.Each(look)
 	}
 	p.eachInTree(func(q *Pool) { q.core.e.Each(look) })
-	for _, l := range doomed {
-		ctx, q := l.scope()
-		// skipping stays true once true, so lend claims the function as skipped and fails
-		// it, or finds it claimed already: it never lends it to run.
-		if skipping(ctx, q) {
-			l.lend()
-		}
+	for _, c := range doomed {
+		ctx, q := c.scope()
+		c.fail(causeOf(ctx, q))
 	}
 }
 

@@ -219,12 +219,20 @@ func (t *seqTask[T, R]) fail(err error) {
 	t.end()
 }
 
+// markHusk marks t a husk: a Shutdown that gave up claimed it, leaving its place in p's queue
+// (skipQueued). It runs under the lock of the pool whose queue holds that place.
+func (t *seqTask[T, R]) markHusk() { t.husk = true }
+
 // lend is lendClaimer for the ranging goroutine, which also marks t a husk, whose place in p's
 // queue a worker has yet to reach, when it claims it: before fail hands t back.
 func (t *seqTask[T, R]) lend() bool {
 	ctx, p := t.scope()
 	ok, skip := t.c.lend(ctx, p)
-	t.husk = ok || skip
+	if ok || skip {
+		// Only the claim's winner writes husk: a Shutdown that gave up may claim t first
+		// (skipQueued), and t must stay a husk.
+		t.husk = true
+	}
 	if skip {
 		t.fail(causeOf(ctx, p))
 	}
