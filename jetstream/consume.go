@@ -52,7 +52,8 @@ type Handler func(ctx context.Context, msg jetstream.Msg) error
 // in-progress signal every half ack wait ([WithInProgressInterval]). h runs on p's workers,
 // so p's limit bounds the handlers running at once, and p's panic handler sees their panics.
 //
-// When ctx ends, Consume sends no new pull and no handler starts any more. It waits for the
+// When ctx ends, Consume sends no new pull and no handler starts any more (one whose start a
+// worker decided a moment before may enter the handler a moment after). It waits for the
 // pulls under way to end on the server (at most the pull expiry, [WithPullExpiry]), so that
 // the messages they were sent reach it, and then negatively acknowledges, without delay,
 // each message whose handler had not started, for another process to take at once. Consume
