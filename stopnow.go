@@ -52,20 +52,14 @@ func (p *Pool) StopNow() []func() {
 
 // freezeTree freezes p and its sub-pools, at any depth (worker.Engine.Freeze).
 func (p *Pool) freezeTree() {
-	p.core.e.Freeze()
-	for _, c := range p.subs() {
-		c.freezeTree()
-	}
+	p.eachInTree(func(q *Pool) { q.core.e.Freeze() })
 }
 
 // redispatchTree has p and its sub-pools, at any depth, start what may start: once a Shutdown
 // gave up, their queued functions will be skipped, and leave the queue without waiting for a
 // token of a rate limit (worker.Config.Doomed).
 func (p *Pool) redispatchTree() {
-	p.core.e.Redispatch()
-	for _, c := range p.subs() {
-		c.redispatchTree()
-	}
+	p.eachInTree(func(q *Pool) { q.core.e.Redispatch() })
 }
 
 // skipQueued fails at once the queued functions with a context of p and of its sub-pools, at
