@@ -23,7 +23,9 @@ func (p *Pool) Pause() {
 // PauseAndWait pauses the pool as [Pool.Pause] does, then waits until none of its tasks runs
 // (its sub-pools' included, as they run on its workers). If ctx ends first it returns
 // ctx.Err(), and the pool stays paused. Called from a task of the pool, it waits for that task
-// too, and so returns only when ctx ends.
+// too, and so returns only when ctx ends. As [Pool.Wait], it does not wait for a task that
+// its submitter runs under [CallerRuns]; but none starts on a submitter while the pool is
+// paused.
 func (p *Pool) PauseAndWait(ctx context.Context) error {
 	checkPool(p, "PauseAndWait")
 	return p.core.pauseAndWait(ctx)

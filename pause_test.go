@@ -310,3 +310,36 @@ func TestPauseAndWaitOfASubPoolWaitsForItsRunningTask(t *testing.T) {
 	sub.Resume()
 	parent.Resume()
 }
+
+// PauseAndWait, as Wait, does not wait for a task its submitter runs under CallerRuns: the
+// doc says so, and a caller-run task that blocks must not hang it.
+func TestPauseAndWaitDoesNotWaitForACallerRunTask(t *testing.T) {
+	p := crew.New(1, crew.WithQueueSize(1), crew.WithOverflow(crew.CallerRuns))
+	defer p.StopAndWait()
+	hold, held := make(chan struct{}), make(chan struct{})
+	if err := p.Submit(func() { close(held); <-hold }); err != nil {
+		t.Fatal(err)
+	}
+	awaitReturn(t, "the worker's task to start", held)
+	if err := p.Submit(func() {}); err != nil { // fills the queue
+		t.Fatal(err)
+	}
+	inline, release := make(chan struct{}), make(chan struct{})
+	submitted := goRun(func() {
+		if err := p.Submit(func() { close(inline); <-release }); err != nil {
+			t.Error(err)
+		}
+	})
+	awaitReturn(t, "the caller-run task to start", inline)
+	close(hold)
+	if err := returnsWithin(t, "PauseAndWait", func() error { return p.PauseAndWait(context.Background()) }); err != nil {
+		t.Fatalf("PauseAndWait = %v, want nil while only a caller-run task runs", err)
+	}
+	close(release)
+	awaitReturn(t, "the caller-run submit", submitted)
+	p.Resume()
+	p.Wait()
+	if s := p.Stats(); s.CallerRan != 1 || s.Completed != 3 {
+		t.Fatalf("CallerRan %d, Completed %d; want 1 and 3", s.CallerRan, s.Completed)
+	}
+}
