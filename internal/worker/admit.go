@@ -180,6 +180,9 @@ func (e *Engine[T]) SubmitOrRun(arg T, done <-chan struct{}) Result {
 			if e.runInline(arg, at) {
 				return Accepted
 			}
+			if e.Ended() {
+				return Stopped
+			}
 			continue // paused meanwhile: look again
 		}
 		t := time.NewTimer(PausePoll)

@@ -190,9 +190,11 @@ func (e *Engine[T]) dropOldest(arg T) (old T, since int64, dropped, ok bool) {
 // counted. A panic goes to the panic handler, on the caller; a runtime.Goexit counts it as
 // completed and goes on ending the caller's goroutine. The Observer is told of its start and
 // end as of a worker's task, since being its submit time.
-// It reports false, running nothing, if e or a pool above it was paused since the caller
-// asked Lends: the start is decided under e.mu, so that none begins once a Pause of e has
-// returned.
+// It reports false, running nothing, if e or a pool above it was paused or stopped since the
+// caller asked Lends: the start is decided under e.mu, so that none begins once a Pause or a
+// Stop of e has returned. A stop of a pool above resumes that pool before the pools below it
+// learn of the stop, so Halted alone would let a submitter that waited for a Resume run its
+// task once the stop had returned.
 func (e *Engine[T]) runInline(arg T, since int64) bool { return e.runHere(arg, since, false) }
 
 // RunClaimed runs arg on the caller, as CallerRuns does, for a caller that claimed arg while
@@ -217,7 +219,9 @@ func (e *Engine[T]) runHere(arg T, since int64, claimed bool) bool {
 	// held slots would go below zero and let heavier tasks start than the limit allows
 	// (TestFuzzFindingWeightedCallerRunsKeepsTheLimit).
 	e.lock()
-	if !claimed && e.Halted() {
+	// Halted before the stops: a stop resumes a pool with its stopped flag already set, under
+	// that pool's lock, which Ended takes.
+	if !claimed && (e.Halted() || e.stopped || (e.cfg.Parent != nil && e.cfg.Parent.Ended())) {
 		e.mu.Unlock()
 		return false
 	}
