@@ -7,7 +7,18 @@ type worker[T any] struct {
 	arg       T
 	exit      bool
 	idleSince int64 // when it parked (clock), kept only if idle workers are reaped
-	observed        // with an Observer: see observe.go
+	// rests is set by next when it has parked the worker, which is to wait in serveBegun.
+	rests    bool
+	observed // with an Observer: see observe.go
+}
+
+// resting reports whether next has parked w, and clears the mark.
+func (w *worker[T]) resting() bool {
+	if w == nil || !w.rests {
+		return false
+	}
+	w.rests = false
+	return true
 }
 
 // startParked starts a worker that parks at once, as New does for MinWorkers. Callers hold

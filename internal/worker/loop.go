@@ -57,18 +57,34 @@ func (e *Engine[T]) serve(w *worker[T], arg T) {
 }
 
 // serveBegun is serve for a worker that has already called begin.
+//
+// A worker that finds nothing to do parks here, at the bottom of its stack, not in next:
+// next marks it resting and returns, and the frames of runUntilPanic and runTasks are gone
+// before it blocks. Blocking on its wake channel may allocate (a goroutine's first wait on a
+// channel, in a process whose caches of waiters are still empty), and from deep in the loop
+// that allocation outgrew the goroutine's first stack: every worker a fresh process started
+// copied its stack to one twice the size, which the garbage collector then scanned while the
+// worker was parked (measurements.md, "Workers park at the bottom of their stack").
+// TestParkedWorkerStackStaysSmall guards it.
 func (e *Engine[T]) serveBegun(w *worker[T], arg T) {
 	for {
 		r := e.runUntilPanic(w, arg)
-		if r == ranAll {
-			return
-		}
 		var ok bool
-		o := Completed
-		if r == handedToHandler {
-			o = Panicked
+		switch {
+		case r == ranAll && !w.resting():
+			return
+		case r == ranAll:
+			arg, ok = e.wait(w)
+		default:
+			o := Completed
+			if r == handedToHandler {
+				o = Panicked
+			}
+			if arg, ok = e.next(w, o); !ok && w.resting() {
+				arg, ok = e.wait(w)
+			}
 		}
-		if arg, ok = e.next(w, o); !ok {
+		if !ok {
 			return
 		}
 	}
@@ -195,8 +211,9 @@ func (e *Engine[T]) handlePanic(v any, stack []byte) {
 }
 
 // next records the end of the task a worker ran and gives it the next one. It returns false
-// when the worker should exit. A worker (w non-nil) that finds nothing to do parks until a
-// submitter hands it a task or it is told to exit.
+// when the worker should exit, or when it has parked (w non-nil, w.rests set): it has
+// nothing to do, and waits in serveBegun until a submitter hands it a task or it is told to
+// exit.
 //
 // Before it parks, a worker lingers once (see linger): it yields its processor with the gate
 // closed, and takes a task queued meanwhile instead of parking.
@@ -251,7 +268,9 @@ func (e *Engine[T]) next(w *worker[T], o Outcome) (T, bool) {
 	}
 	e.park(w)
 	e.mu.Unlock()
-	return e.wait(w)
+	w.rests = true
+	var zero T
+	return zero, false
 }
 
 // take gives w, a worker that has finished a task, the oldest queued one, if it may start,

@@ -1,6 +1,8 @@
 package worker
 
 import (
+	"runtime"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -85,3 +87,70 @@ func TestLoweredLimitHoldsWhenATaskEnds(t *testing.T) {
 		t.Errorf("%d queued tasks ran at once after Resize(1), want 1", m)
 	}
 }
+
+// TestParkedWorkerStackStaysSmall guards where a worker parks: in serveBegun, with the
+// frames of runUntilPanic, runTasks and next gone, whether it found nothing to do after a
+// task that returned, after one that panicked, or with an Observer. Deep in the loop, the
+// allocation a first wait on a channel makes outgrew a new goroutine's stack (see
+// serveBegun).
+func TestParkedWorkerStackStaysSmall(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		observer Observer[func()]
+		task     func()
+	}{
+		{"returned", nil, func() {}},
+		{"panicked", nil, func() { panic("task") }},
+		{"observed", quietObserver{}, func() {}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			const workers = 3
+			e := New(Config[func()]{Run: call, MaxWorkers: workers, Observer: c.observer, IdleTimeout: time.Hour,
+				PanicHandler: func(any, []byte) {}})
+			defer stopAndWait(e)
+			release := make(chan struct{})
+			var started atomic.Int32
+			for range workers {
+				submit(t, e, func() {
+					started.Add(1)
+					<-release
+					c.task()
+				})
+			}
+			waitUntil(t, "every task to start", func() bool { return started.Load() == workers })
+			close(release)
+			var parked []string
+			waitUntil(t, "every worker to park", func() bool {
+				parked = parkedWorkers()
+				return len(parked) == workers
+			})
+			for _, stack := range parked {
+				for _, deep := range []string{").next(", ").runTasks(", ").runUntilPanic(", ").runObserved("} {
+					if strings.Contains(stack, deep) {
+						t.Fatalf("a worker parked under %s:\n%s", deep, stack)
+					}
+				}
+			}
+		})
+	}
+}
+
+// parkedWorkers returns the stacks of the goroutines that wait in Engine.wait.
+func parkedWorkers() []string {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	var parked []string
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, ").wait(") && strings.Contains(g, "internal/worker.(*Engine[") {
+			parked = append(parked, g)
+		}
+	}
+	return parked
+}
+
+// quietObserver is an Observer that observes every task and records nothing.
+type quietObserver struct{}
+
+func (quietObserver) Started(func(), time.Duration) bool          { return true }
+func (quietObserver) Finished(time.Duration, time.Duration, bool) {}
+func (quietObserver) Discarded(func(), time.Duration)             {}
