@@ -617,7 +617,6 @@ func TestAdvJS3PauseResumeStormLosesNothing(t *testing.T) {
 // Consume from returning: it returns within the shutdown timeout and a little more, and the
 // message, never negatively acknowledged, is redelivered after its ack wait.
 func TestAdvJS3PanickingBackoffStillLetsConsumeReturn(t *testing.T) {
-	t.Skip("fault: Consume promises to return within the shutdown timeout once ctx ends; after a WithBackoff func panics on the worker, send keeps r.settling read-locked and abandon blocks on settling.Lock for ever")
 	q := newQueue(t, jetstream.ConsumerConfig{AckWait: 500 * time.Millisecond})
 	publish(t, q.js, 1)
 	var panics atomic.Int64

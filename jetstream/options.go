@@ -77,7 +77,8 @@ func WithPrefetch(n int) Option {
 // the first time. A delay of 0 or less asks for redelivery at once. On a consumer with a
 // BackOff list, no redelivery comes sooner than BackOff[attempt-1] - AckWait (see
 // [RetryAfter]). delay is called on the worker that ran the handler, and must be safe for
-// concurrent use.
+// concurrent use. A delay that panics settles nothing: its panic goes to the pool's panic
+// handler, and the server redelivers the message after its ack wait.
 //
 // The default follows the consumer's BackOff list when it has one (the entry for the
 // attempt, the last one past its end), and otherwise waits 1s after the first delivery and

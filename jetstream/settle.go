@@ -127,45 +127,50 @@ func (d *delivery) finish(onlyWaiting bool) bool {
 }
 
 // send tells the server the outcome o of d's message, which finish has marked settled, and
-// frees its slot.
+// frees its slot. The slot is freed and the lock released even if the backoff function or
+// the dead-letter stream's client panics: the panic goes on to the pool's panic handler, the
+// message is left unsettled for the server to redeliver after its ack wait, and Consume
+// still returns (TestAdvJS3PanickingBackoffStillLetsConsumeReturn).
 func (d *delivery) send(o outcome, cause error) {
 	r := d.r
 	var err error
-	r.settling.RLock()
-	if !r.abandoned {
-		switch o {
-		case ack:
-			if r.cfg.asyncAck {
-				err = d.msg.Ack()
-			} else {
-				err = d.msg.DoubleAck(r.hctx)
-			}
-		case term:
-			err = d.msg.TermWithReason(cause.Error())
-		case retry:
-			err = d.retry(cause)
-		case release:
-			err = d.msg.Nak()
-		case deadLetter:
-			if err = d.publishDeadLetter(cause); err != nil {
-				// Not terminated: the server keeps the message, and redelivers it if it
-				// has deliveries left.
-				err = errors.Join(err, d.retry(cause))
-			} else {
-				err = d.msg.TermWithReason(cause.Error())
-			}
+	defer func() {
+		r.mu.Lock()
+		d.prev.next, d.next.prev = d.next, d.prev
+		r.held--
+		r.settled++
+		r.mu.Unlock()
+		r.signal()
+		if err != nil && !errors.Is(err, jetstream.ErrMsgAlreadyAckd) {
+			r.settleFailed(fmt.Errorf("crew/jetstream: %v message %s: %w", o, d.msg.Reply(), err))
 		}
+	}()
+	r.settling.RLock()
+	defer r.settling.RUnlock()
+	if r.abandoned {
+		return
 	}
-	r.settling.RUnlock()
-
-	r.mu.Lock()
-	d.prev.next, d.next.prev = d.next, d.prev
-	r.held--
-	r.settled++
-	r.mu.Unlock()
-	r.signal()
-	if err != nil && !errors.Is(err, jetstream.ErrMsgAlreadyAckd) {
-		r.settleFailed(fmt.Errorf("crew/jetstream: %v message %s: %w", o, d.msg.Reply(), err))
+	switch o {
+	case ack:
+		if r.cfg.asyncAck {
+			err = d.msg.Ack()
+		} else {
+			err = d.msg.DoubleAck(r.hctx)
+		}
+	case term:
+		err = d.msg.TermWithReason(cause.Error())
+	case retry:
+		err = d.retry(cause)
+	case release:
+		err = d.msg.Nak()
+	case deadLetter:
+		if err = d.publishDeadLetter(cause); err != nil {
+			// Not terminated: the server keeps the message, and redelivers it if it
+			// has deliveries left.
+			err = errors.Join(err, d.retry(cause))
+		} else {
+			err = d.msg.TermWithReason(cause.Error())
+		}
 	}
 }
 
