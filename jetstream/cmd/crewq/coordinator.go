@@ -94,6 +94,14 @@ func run(ctx context.Context, o options, stdout io.Writer) error {
 		}
 		now := time.Now()
 		handled, redelivered := totals(workers)
+		// The kill waits for a third of the messages handled, by the workers' reports or, as
+		// those come every reportEvery, by what has left the stream: a short queue may drain
+		// between two reports, and must still see its kill.
+		if o.kill && !killed && max(handled, int64(o.n)-int64(si.State.Msgs)) >= int64(o.n/3) {
+			killed = true
+			workers[0].kill()
+			fmt.Fprintf(stdout, "crewq: killed worker process 1; the server redelivers what it held after the ack wait (%v)\n", o.ackWait)
+		}
 		if drained := si.State.Msgs == 0; drained || now.Sub(lastPrint) >= o.every {
 			fmt.Fprintf(stdout, "%7.1fs  handled %8d  %8.0f/s  redelivered %6d  left %8d  %s\n", now.Sub(begin).Seconds(), handled,
 				float64(handled-lastHandled)/now.Sub(lastPrint).Seconds(), redelivered, si.State.Msgs, perProcess(workers))
@@ -101,11 +109,6 @@ func run(ctx context.Context, o options, stdout io.Writer) error {
 			if drained {
 				break
 			}
-		}
-		if o.kill && !killed && handled >= int64(o.n/3) {
-			killed = true
-			workers[0].kill()
-			fmt.Fprintf(stdout, "crewq: killed worker process 1; the server redelivers what it held after the ack wait (%v)\n", o.ackWait)
 		}
 	}
 	elapsed := time.Since(begin)
