@@ -26,8 +26,9 @@ type Stats struct {
 	// Waiting is the number of accepted tasks that have not started, including one given back
 	// by [Pool.Pause] and a sub-pool's task whose worker waits in the parent's queue.
 	// Running+Waiting counts each accepted task that has not ended exactly once. A canceled
-	// future's function keeps counting as Waiting until a worker reaches its place in the
-	// queue and drops it, and then counts in Skipped. A function that a waiting function runs
+	// future's function, or a function that a [Pool.Shutdown] giving up failed with
+	// [ErrStopped], keeps counting as Waiting until a worker (or [Pool.StopNow]) reaches its
+	// place in the queue and drops it, and then counts in Skipped. A function that a waiting function runs
 	// itself (package documentation, "Waits that help") counts as Waiting until it has ended,
 	// whenever a worker drops its place, and then in Completed or Panicked; it is never
 	// Running: it runs in the slot of the function that waits, which Running counts.
@@ -63,9 +64,10 @@ type Stats struct {
 	// [ErrStopped]. They never ran.
 	Returned uint64
 	// Skipped counts accepted functions that never ran because their own context ended before
-	// a worker took them, or because [Future.Cancel] took them out; a canceled one counts
-	// once a worker reaches its place in the queue (until then it is Waiting). Plain tasks
-	// carry no context and are never skipped.
+	// a worker took them, because [Future.Cancel] took them out, or because a [Pool.Shutdown]
+	// whose context ended first failed them; a canceled or failed one counts once a worker
+	// reaches its place in the queue (until then it is Waiting), though its Wait returns at
+	// once. Plain tasks carry no context and are never skipped.
 	Skipped uint64
 	// Paused reports whether the pool is paused ([Pool.Pause]); a sub-pool held back by its
 	// parent's pause reports false.
