@@ -43,6 +43,12 @@ func runWorker(ctx context.Context, o options, stdin io.Reader, stdout io.Writer
 	defer nc.Close()
 	cons, err := js.Consumer(ctx, streamName, consumerName)
 	if err != nil {
+		if ctx.Err() != nil {
+			// Told to stop before it began (a queue drained by the other processes first):
+			// a stop, not a failure, with nothing handled.
+			fmt.Fprintln(stdout, "stats 0 0 0 0")
+			return nil
+		}
 		return err
 	}
 
