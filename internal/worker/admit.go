@@ -154,9 +154,11 @@ func (e *Engine[T]) crowded() bool {
 // SubmitOrRun is Submit for a submitter that holds a slot of the engine (a function running
 // on it, or on a sub-pool of it): where Submit would block on a full bounded queue, the
 // submitter runs arg itself, as CallerRuns does, in the slot it holds, and it counts as
-// caller-run. Under an overflow policy other than Block a full queue does not block: it is
-// Submit; but under DiscardOldest with a task it must keep at the head (keepsHead), where
-// Submit would wait for room, it is Block's case. While the engine or an ancestor is paused, or a rate limit has no token for it
+// caller-run. Under Reject or CallerRuns a full queue does not block: it is Submit. Under
+// DiscardOldest it drops the oldest task it may, decided under the lock that found the queue
+// full; where it may drop none (the heads are places claimed elsewhere and tasks it must
+// keep, as sub-pools' workers), it is Block's case. While the engine or an ancestor is
+// paused, or a rate limit has no token for it
 // (Lends), no task may start, so it waits for room, looking again every PausePoll and at the
 // engine's Resume, until done is closed: the slot it holds may be the one that would make room.
 func (e *Engine[T]) SubmitOrRun(arg T, done <-chan struct{}) Result {
@@ -171,9 +173,14 @@ func (e *Engine[T]) SubmitOrRun(arg T, done <-chan struct{}) Result {
 			e.launch(s)
 			return Accepted
 		}
-		if e.cfg.NonBlocking || (e.cfg.Overflow != Block && !e.keepsHead()) {
+		if e.cfg.NonBlocking || (e.cfg.Overflow != Block && e.cfg.Overflow != DiscardOldest) {
 			e.mu.Unlock()
 			return e.Submit(arg, true, done)
+		}
+		// Not Submit: where DiscardOldest may drop nothing, Submit would wait for room that
+		// this caller's own slot may be the one to make.
+		if e.cfg.Overflow == DiscardOldest && e.discardOldest(arg) {
+			return Accepted
 		}
 		if e.Lends() {
 			e.mu.Unlock()

@@ -32,22 +32,7 @@ func (e *Engine[T]) overflow(arg T, done <-chan struct{}, since int64) Result {
 		e.mu.Unlock()
 		return Full
 	case DiscardOldest:
-		if old, since, dropped, ok := e.dropOldest(arg); ok {
-			// The task dropped may have been a heavy one at the head, holding back lighter
-			// ones behind it that fit now.
-			starts := e.dispatch()
-			e.mu.Unlock()
-			e.launchAll(starts)
-			if !dropped {
-				return Accepted
-			}
-			// The dropped task is settled before the Observer hears of it: a hook that calls
-			// runtime.Goexit must not leave a future or a group waiting for it
-			// (TestGoexitInDiscardedHookStillFailsTheDroppedFunction).
-			if e.cfg.Discard != nil {
-				e.cfg.Discard(old)
-			}
-			e.discarded(old, since)
+		if e.discardOldest(arg) {
 			return Accepted
 		}
 		// The oldest is a sub-pool's worker, which holds an accepted task of the sub-pool and
@@ -135,14 +120,31 @@ func (e *Engine[T]) expired(w *waiter[T]) (Result, bool) {
 // whether the engine is still paused.
 const lookAgain Result = 254
 
-// keepsHead reports whether a DiscardOldest submit would find no task it may drop, only ones
-// it must keep (Config.Keep, sub-pools' workers) at the heads of the queue's levels, and so
-// wait for room (see dropOldest). Callers hold e.mu.
-func (e *Engine[T]) keepsHead() bool {
-	if e.cfg.Overflow != DiscardOldest || e.cfg.Keep == nil {
+// discardOldest is DiscardOldest's answer to a full queue: arg takes the place of the task
+// queued longest (dropOldest), which goes to the discard handler and the Observer. It reports
+// true with e.mu released. It reports false, with e.mu still held, when the only tasks it
+// could drop must be kept (Config.Keep, sub-pools' workers): arg must wait for room as under
+// Block. Callers hold e.mu.
+func (e *Engine[T]) discardOldest(arg T) bool {
+	old, since, dropped, ok := e.dropOldest(arg)
+	if !ok {
 		return false
 	}
-	return e.queue.Len() > 0 && e.queue.dropFrom(e.cfg.Keep) == nil
+	// The task dropped may have been a heavy one at the head, holding back lighter ones
+	// behind it that fit now.
+	starts := e.dispatch()
+	e.mu.Unlock()
+	e.launchAll(starts)
+	if dropped {
+		// The dropped task is settled before the Observer hears of it: a hook that calls
+		// runtime.Goexit must not leave a future or a group waiting for it
+		// (TestGoexitInDiscardedHookStillFailsTheDroppedFunction).
+		if e.cfg.Discard != nil {
+			e.cfg.Discard(old)
+		}
+		e.discarded(old, since)
+	}
+	return true
 }
 
 // dropOldest replaces the task queued longest with arg, and returns it with its submit stamp
