@@ -167,7 +167,6 @@ type storm struct {
 	discards    int
 	returned    map[string]int
 	panics      atomic.Int64
-	errOnce     sync.Once
 	failed      atomic.Bool
 	futures     []stormFuture
 	keySeq      map[int]int
