@@ -218,12 +218,13 @@ func (f *Future[R]) call() {
 	}
 	x := f.x
 	x.c.state.Store(f.claim.state.Load()) // taken, or lent
-	var v R
+	// The value goes to f.val at once: a Context hook's end function that calls
+	// runtime.Goexit leaves it standing (goexited).
 	err := x.c.invoke(x.enter, func(ctx context.Context) (err error) {
-		v, err = x.fn(ctx)
+		f.val, err = x.fn(ctx)
 		return err
 	})
-	f.finish(v, err)
+	f.finish(f.val, err)
 }
 
 func (f *Future[R]) fail(err error) { f.finish(*new(R), err) }
@@ -249,7 +250,13 @@ func (f *Future[R]) labels() context.Context {
 
 func (f *Future[R]) panicked(pe *PanicError) { f.fail(pe) }
 
-func (f *Future[R]) goexited() { f.fail(errGoexit) }
+func (f *Future[R]) goexited() {
+	if x := f.x; x != nil && x.c.returned {
+		f.finish(f.val, x.c.out)
+		return
+	}
+	f.fail(errGoexit)
+}
 
 // refuse finishes f, whose function was never accepted: no party may claim it.
 func (f *Future[R]) refuse(err error) {

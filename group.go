@@ -335,7 +335,7 @@ func (t *groupTask) labels() context.Context { return t.g.labelsContext() }
 
 func (t *groupTask) panicked(pe *PanicError) { t.g.end(0, pe) }
 
-func (t *groupTask) goexited() { t.g.end(0, errGoexit) }
+func (t *groupTask) goexited() { t.g.end(0, t.c.goexited()) }
 
 func (t *groupTask) abort(err error) bool { return t.g.abort(0, err) }
 
@@ -361,7 +361,7 @@ func (t *numberedTask) lend() bool { return lendClaimer(t) }
 
 func (t *numberedTask) panicked(pe *PanicError) { t.g.end(t.seq, pe) }
 
-func (t *numberedTask) goexited() { t.g.end(t.seq, errGoexit) }
+func (t *numberedTask) goexited() { t.g.end(t.seq, t.c.goexited()) }
 
 func (t *numberedTask) abort(err error) bool { return t.g.abort(t.seq, err) }
 
@@ -484,7 +484,7 @@ func (t *resultTask[R]) labels() context.Context { return t.g.labelsContext() }
 
 func (t *resultTask[R]) panicked(pe *PanicError) { t.g.end(0, pe) }
 
-func (t *resultTask[R]) goexited() { t.g.end(0, errGoexit) }
+func (t *resultTask[R]) goexited() { t.g.end(0, t.c.goexited()) }
 
 func (t *resultTask[R]) abort(err error) bool { return t.g.abort(0, err) }
 

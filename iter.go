@@ -160,7 +160,7 @@ func (t *eachTask[T]) labels() context.Context { return t.g.labelsContext() }
 
 func (t *eachTask[T]) panicked(pe *PanicError) { t.end(pe) }
 
-func (t *eachTask[T]) goexited() { t.end(errGoexit) }
+func (t *eachTask[T]) goexited() { t.end(t.c.goexited()) }
 
 // end records err, the outcome of the call (nil if it returned nil), and frees its slot.
 func (t *eachTask[T]) end(err error) {

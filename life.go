@@ -202,6 +202,20 @@ type call struct {
 	context.Context
 	pool *Pool
 	claim
+	// returned is set, with the function's error in out, once the function has returned
+	// and a Context hook's end function is still to run (enter.call).
+	returned bool
+	out      error
+}
+
+// goexited is the outcome of c's function when runtime.Goexit ended its goroutine: what the
+// function returned, if the Goexit came after, from a Context hook's end function, which
+// "ends the goroutine it runs on ... and nothing else"; errGoexit otherwise.
+func (c *call) goexited() error {
+	if c.returned {
+		return c.out
+	}
+	return errGoexit
 }
 
 // callKey is the key under which a call finds itself among a context's values.
@@ -225,9 +239,9 @@ func (c *call) invoke(e enter, fn func(context.Context) error) error {
 	if d := c.pool.core.cfg.taskTimeout; d > 0 {
 		ctx, cancel := context.WithTimeoutCause(c, d, &taskTimeoutError{d})
 		defer cancel()
-		return e.call(ctx, fn)
+		return e.call(c, ctx, fn)
 	}
-	return e.call(c, fn)
+	return e.call(c, c, fn)
 }
 
 // ErrTaskTimeout is the cause ([context.Cause]) of a function's context that ended because the

@@ -300,8 +300,11 @@ func (o *observer[T]) enter() enter {
 // runtime.Goexit.
 var errNotReturned = errors.New("crew: the function panicked or called runtime.Goexit")
 
-// call runs fn with ctx, through e when it is set (see Hooks.Context).
-func (e enter) call(ctx context.Context, fn func(context.Context) error) error {
+// call runs fn, c's function, with ctx, through e when it is set (see Hooks.Context). Before
+// the end function runs it records fn's outcome in c: an end function that calls
+// runtime.Goexit ends the goroutine, and the function's own outcome still stands
+// (call.goexited).
+func (e enter) call(c *call, ctx context.Context, fn func(context.Context) error) error {
 	if e == nil {
 		return fn(ctx)
 	}
@@ -312,5 +315,6 @@ func (e enter) call(ctx context.Context, fn func(context.Context) error) error {
 	err := errNotReturned
 	defer func() { end(err) }()
 	err = fn(ctx)
+	c.returned, c.out = true, err
 	return err
 }

@@ -252,7 +252,7 @@ func (t *seqTask[T, R]) labels() context.Context {
 
 func (t *seqTask[T, R]) panicked(pe *PanicError) { t.err = pe; t.end() }
 
-func (t *seqTask[T, R]) goexited() { t.err = errGoexit; t.end() }
+func (t *seqTask[T, R]) goexited() { t.err = t.c.goexited(); t.end() }
 
 // end hands t, whose call has ended with t.r and t.err, back to the ranging goroutine.
 func (t *seqTask[T, R]) end() {
