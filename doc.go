@@ -42,6 +42,11 @@
 // contexts of those running end, with cause [ErrStopped]. Plain tasks, which carry no
 // context, always run.
 //
+// "That context" is the one crew derives. From the contexts of package context it ends in
+// the same step as its parent. A context type of the caller's own making is told of its
+// parent's end by package context on a goroutine of its own, a moment later: a function
+// taken in that moment runs.
+//
 // # Waits that help
 //
 // A function running on a pool holds one of its slots. If it waits for work it gave the same
