@@ -104,6 +104,7 @@ func poolEngineConfig(c config) worker.Config[task] {
 	reporting(&ec)
 	ec.Weight = taskWeight
 	ec.Level = taskLevel
+	ec.Relay = relayTask
 	return ec
 }
 
@@ -267,7 +268,12 @@ func (p *Pool) Stats() Stats {
 // [Stats] count it as one task of p however many tasks of the sub-pool it runs: once in
 // Accepted and Waiting while it waits, once in Running while it runs (a sub-pool's worker
 // runs one task at a time), once in Completed when it returns. The sub-pool's Stats count its
-// tasks themselves, and p's hooks and latency histograms see only p's own tasks.
+// tasks themselves, and p's hooks and latency histograms see only p's own tasks. So p's
+// Running includes its sub-pools' running tasks, each on one of p's workers, but p's Waiting
+// counts a sub-pool with tasks queued as the one worker it waits with in p's queue: the
+// tasks queued in the sub-pool itself count in the sub-pool's Waiting. Counting them in p's
+// too would make every submit to a sub-pool take the lock of each pool above it; to see a
+// tree's backlog, add up its pools' Waiting.
 func (p *Pool) Sub(maxWorkers int, opts ...Option) *Pool {
 	checkPool(p, "Sub")
 	base := p.core.cfg
@@ -326,13 +332,18 @@ type subWorker struct {
 	n      int
 	level  int
 	parent *worker.Engine[task]
+	relay  bool // the parent counts it as relaying: see worker.Config.Relay
 }
 
 func (w *subWorker) run() worker.Outcome {
 	if w.n > 1 {
 		defer w.parent.Unhold(w.n - 1)
 	}
-	w.e.Serve(w.first, w.since)
+	if w.relay {
+		w.e.ServeRelayed(w.first, w.since)
+	} else {
+		w.e.Serve(w.first, w.since)
+	}
 	return worker.Completed
 }
 

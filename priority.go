@@ -7,9 +7,10 @@ import (
 )
 
 // WithPriority gives a sub-pool ([Pool.Sub]) a priority level in its parent: whenever one of
-// the parent's workers takes a task, it takes one of the highest level waiting in the
-// parent's queue, so, slot by slot, no task of a higher level is waiting when a lower-level
-// one starts (but see below for slots freed together). Within a level, tasks start first
+// the parent's workers takes a task, it takes one of the highest level waiting, so no task of
+// a higher level is waiting when a lower-level one starts. That holds at every start, also
+// where several of the parent's slots free at once (a [Pool.Resize] up, a [Pool.Resume],
+// tasks that end together), with a parent of any size. Within a level, tasks start first
 // in, first out, and sub-pools at one level take turns. The parent's own tasks and sub-pools
 // without the option are at level 0; levels may be negative. Running tasks are never
 // preempted.
@@ -18,12 +19,6 @@ import (
 // parent's worker back after each task while anything waits in the parent's queue, and its
 // sub-pool's next task waits for its turn at its level: so a busy sub-pool cannot hold a
 // worker that a higher level needs, and sub-pools at one level alternate. [Go], [Pool.Group], [Map] and the rest work on a sub-pool with a level as on any.
-//
-// A sub-pool waits in its parent's queue with one worker at a time, which brings the next
-// when it begins. So where several of the parent's slots free at once (a [Pool.Resize] up,
-// a [Pool.Resume], tasks that end together), a higher level takes one of them, and the next
-// may go to a lower level while the higher level's further tasks wait for that worker to
-// begin: the order holds slot by slot, not across slots freed in one step.
 //
 // On [New], [NewFunc] and [NewKeyed] a level has nothing to be compared with: New and NewFunc
 // ignore it, and NewKeyed panics as for any option it does not take.
@@ -67,6 +62,18 @@ func turnIn(parent *worker.Engine[task], level int) func() bool {
 
 // taskLevel is a Pool engine's Config.Level: a sub-pool's worker waits at its sub-pool's
 // level, everything else at 0.
+// relayTask is a Pool engine's worker.Config.Relay: a sub-pool's worker relays. It is called
+// under the parent's lock, which orders its mark before the worker's run.
+func relayTask(t task, starting bool) bool {
+	w, ok := t.(*subWorker)
+	if !ok {
+		return false
+	}
+	was := w.relay
+	w.relay = starting
+	return starting || was
+}
+
 func taskLevel(t task) int {
 	if w, ok := t.(*subWorker); ok {
 		return w.level

@@ -100,6 +100,7 @@ type Gate interface {
 	Admits() bool
 	Lends() bool
 	Paces() bool
+	Relayed()
 }
 
 // Config holds an Engine's settings. Validation is the caller's job.
@@ -188,6 +189,11 @@ type Config[T any] struct {
 	// Turn, for a sub-pool's engine after UseTurns, reports whether its worker should give
 	// the parent's worker back before its next task: see priority.go.
 	Turn func() bool
+	// Relay, when set, marks (starting) or unmarks a task about to start from a queue with
+	// levels as a sub-pool's worker that relays: it brings its sub-pool's next worker when
+	// it begins, and then calls Relayed on this engine (ServeRelayed). It reports whether
+	// arg is such a worker. See priority.go.
+	Relay func(arg T, starting bool) bool
 }
 
 // Counters is a snapshot of an Engine's state, taken under its lock.
@@ -260,6 +266,9 @@ type Engine[T any] struct {
 	alive int  // goroutines not yet ended, dismissed ones included
 	holds int  // sub-pools not yet exited, which may still Forward tasks: see Hold
 	cutIn bool // the next worker Start forwards replaces one an ancestor stopped: see takeGuarded
+	// relays counts the sub-pools' workers started and not yet relayed, the highest of their
+	// levels relayTop: see priority.go.
+	relays, relayTop int
 	// lent counts the places of claimed tasks (RunClaimed) taken out of the queue (outcome
 	// Claimed), less the claimed tasks that have ended. Counters adds it to the queue's
 	// length, so that Waiting counts a claimed task once from its submit until it ends,
@@ -298,7 +307,7 @@ type Engine[T any] struct {
 	// multiple of 64 only), every other Engine started in the middle of a pair, and the plain
 	// paths of submits and tasks took 6% to 9% longer, even on one processor
 	// (measurements.md, "Observing"). TestEngineFieldsKeepTheirPlaces keeps the size.
-	_ [44]byte
+	_ [92]byte
 }
 
 // hotLine pads Engine's settings to a whole number of cache lines, so that mu starts one.

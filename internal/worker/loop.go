@@ -13,7 +13,15 @@ import (
 // parent's queue, or the engine's limit was lowered below the tasks that have begun, first
 // goes back to the front of the queue unrun and Serve returns: no task starts after Pause
 // has returned, and none above the limit a Resize set.
-func (e *Engine[T]) Serve(first T, since int64) {
+func (e *Engine[T]) Serve(first T, since int64) { e.serveFirst(first, since, false) }
+
+// ServeRelayed is Serve for a worker its parent counted as relaying (Config.Relay): once the
+// sub-pool has decided its next start, forwarding its next worker to the parent if a task
+// may start, it tells the parent (Relayed), which may then start a lower level's task.
+func (e *Engine[T]) ServeRelayed(first T, since int64) { e.serveFirst(first, since, true) }
+
+// serveFirst is Serve, and with relay set ServeRelayed.
+func (e *Engine[T]) serveFirst(first T, since int64, relay bool) {
 	e.lock()
 	e.waking--
 	// The worker may have waited in the parent's queue across a Pause, or across a Resize
@@ -26,11 +34,17 @@ func (e *Engine[T]) Serve(first T, since int64) {
 		starts := e.dispatch()
 		e.mu.Unlock()
 		e.launchAll(starts)
+		if relay {
+			e.cfg.Parent.Relayed()
+		}
 		return
 	}
 	s := e.passOn()
 	e.mu.Unlock()
 	e.launch(s)
+	if relay {
+		e.cfg.Parent.Relayed()
+	}
 	e.serveBegun(e.subWorker(since), first)
 }
 
@@ -326,6 +340,7 @@ func (e *Engine[T]) takeGuarded(w *worker[T]) (T, bool) {
 	e.taken(w, at)
 	e.slot()
 	e.hold(arg)
+	e.relayOut(arg)
 	return arg, true
 }
 

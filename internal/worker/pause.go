@@ -22,7 +22,7 @@ package worker
 // regate recomputes gated. Callers hold e.mu, or own e alone (New).
 func (e *Engine[T]) regate() {
 	e.gated = 0
-	if e.paused.Load() || e.rate.Load() != nil || e.cfg.Parent != nil || e.cfg.Guarded {
+	if e.paused.Load() || e.rate.Load() != nil || e.cfg.Parent != nil || e.cfg.Guarded || e.relays > 0 {
 		e.gated = 1
 	}
 	e.reopen()
@@ -198,6 +198,7 @@ func (e *Engine[T]) resumeForStop() []launch[T] {
 // unrun takes back the count of a worker that Start promised and that will never serve first:
 // handOut counted it running, a worker, alive and waking. Callers hold e.mu.
 func (e *Engine[T]) unrun(first T) {
+	e.relayBack(first)
 	e.unslot(first)
 	e.workers--
 	e.alive--

@@ -51,6 +51,67 @@ type leveled[T any] struct {
 	q     queue.Queue[T]
 }
 
+// Relays. A sub-pool waits in its parent's queue with one worker at a time (the waking gate,
+// in the sub-pool's route), which brings the next when it begins (passOn, in Serve). When
+// several of the parent's slots free at once (a Resize up, a Resume, tasks ending
+// together), the parent's queue shows the next level's worker before the first level's next
+// one has arrived. So from the start of a sub-pool's worker at level L until its sub-pool has
+// forwarded its next one, or found none to forward (Relayed), the parent starts nothing of
+// a level below L (awaitsRelay), and a sub-pool below L that asks for its turn (queuedFrom)
+// is told that a higher level waits. TestAdvResizeGrowingAParentStartsTheHigherLevelFirst
+// guards it.
+
+// relayOut counts arg, starting now, as a relaying worker if Config.Relay says it is one. It
+// is asked only of a queue with levels. Callers hold e.mu.
+func (e *Engine[T]) relayOut(arg T) {
+	if e.queue.lv == nil || e.cfg.Relay == nil || !e.cfg.Relay(arg, true) {
+		return
+	}
+	l := e.queue.lv.level(arg)
+	if e.relays == 0 || l > e.relayTop {
+		e.relayTop = l
+	}
+	e.relays++
+	if e.relays == 1 {
+		e.regate()
+	}
+}
+
+// relayBack takes back relayOut's count for arg, given back unrun. Callers hold e.mu.
+func (e *Engine[T]) relayBack(arg T) {
+	if e.relays > 0 && e.cfg.Relay != nil && e.cfg.Relay(arg, false) {
+		e.unrelay()
+	}
+}
+
+// unrelay ends one relay. Callers hold e.mu.
+func (e *Engine[T]) unrelay() {
+	e.relays--
+	if e.relays == 0 {
+		e.regate()
+	}
+}
+
+// Relayed is told by a relaying worker's sub-pool (ServeRelayed) that it has forwarded its
+// next worker, or has none to forward: the tasks below its level may start again.
+func (e *Engine[T]) Relayed() {
+	e.lock()
+	if e.relays == 0 {
+		e.mu.Unlock()
+		return
+	}
+	e.unrelay()
+	starts := e.dispatch()
+	e.mu.Unlock()
+	e.launchAll(starts)
+}
+
+// awaitsRelay reports whether arg, a task that may otherwise start, waits for a relay of a
+// higher level. Callers hold e.mu.
+func (e *Engine[T]) awaitsRelay(arg T) bool {
+	return e.relays > 0 && e.queue.lv != nil && e.queue.lv.level(arg) < e.relayTop
+}
+
 // QueuedFrom reports whether a task waits at a level above level, and whether one waits at
 // level itself. A sub-pool's Config.Turn asks its parent's.
 func (e *Engine[T]) QueuedFrom(level int) (above, at bool) {
@@ -61,6 +122,9 @@ func (e *Engine[T]) QueuedFrom(level int) (above, at bool) {
 
 // queuedFrom is QueuedFrom for a caller that holds e.mu.
 func (e *Engine[T]) queuedFrom(level int) (above, at bool) {
+	if e.relays > 0 && e.relayTop > level {
+		return true, false
+	}
 	if e.queue.lv == nil {
 		n := e.queue.Len() > 0
 		return n && level < 0, n && level == 0

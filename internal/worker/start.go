@@ -39,9 +39,9 @@ func (e *Engine[T]) mayStart(arg T) bool {
 // in play.
 func (e *Engine[T]) mayStartGuarded(arg T) bool {
 	if e.sched != 0 {
-		return e.mayStartGated(arg) && (e.gated == 0 || e.openFor(arg))
+		return e.mayStartGated(arg) && !e.awaitsRelay(arg) && (e.gated == 0 || e.openFor(arg))
 	}
-	return e.running < e.max && (e.gated == 0 || e.openFor(arg))
+	return e.running < e.max && !e.awaitsRelay(arg) && (e.gated == 0 || e.openFor(arg))
 }
 
 // route accepts arg and decides where it runs: on a parked worker, on a new worker, or from
@@ -111,6 +111,7 @@ func (e *Engine[T]) handOut(arg T, since int64) (launch[T], bool) {
 		e.waking++
 		e.slot()
 		e.hold(arg)
+		e.relayOut(arg)
 		return launch[T]{w: w}, true
 	}
 	if e.workers < e.max {
@@ -119,6 +120,7 @@ func (e *Engine[T]) handOut(arg T, since int64) (launch[T], bool) {
 		e.waking++
 		e.slot()
 		e.hold(arg)
+		e.relayOut(arg)
 		if e.cfg.Start != nil {
 			return e.forward(arg, since), true
 		}
@@ -192,6 +194,7 @@ func (e *Engine[T]) begin(w *worker[T], arg T) bool {
 	e.lock()
 	e.waking--
 	if e.gated != 0 && e.Halted() {
+		e.relayBack(arg)
 		e.unslot(arg)
 		e.queue.PushFrontAt(arg, w.since)
 		e.mu.Unlock()
