@@ -32,20 +32,15 @@
 //
 // A function given with a context (of [GoContext], [Group.Go], [Results.Go], [Map],
 // [ForEach], [MapSeq] and [MapSeqUnordered]) receives a context of its own, derived from
-// the one its group or call was made from. If that context ends before a worker takes the
-// function, the function never runs: it is skipped, counted in [Stats].Skipped, and its
-// future, group or call sees [context.Cause] of the context. So once a group's first error
+// the one its group or call was made from. If that context, or the one it was derived from,
+// ends before a worker takes the function, the function never runs: it is skipped, counted in
+// [Stats].Skipped, and its future, group or call sees [context.Cause] of the context. So once a group's first error
 // cancels its context, its functions still queued are skipped ([Pool.GroupAll] runs them
 // all). [Future.Cancel] takes a function out before it starts. [WithTaskTimeout] gives each
 // function's context a deadline after its start. When [Pool.Shutdown]'s context ends before
 // the pool has drained, the functions with a context still queued are skipped and the
 // contexts of those running end, with cause [ErrStopped]. Plain tasks, which carry no
 // context, always run.
-//
-// "That context" is the one crew derives. From the contexts of package context it ends in
-// the same step as its parent. A context type of the caller's own making is told of its
-// parent's end by package context on a goroutine of its own, a moment later: a function
-// taken in that moment runs.
 //
 // # Waits that help
 //

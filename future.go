@@ -45,7 +45,8 @@ type watchers[R any] struct {
 // futureCall is GoContext's part of a Future.
 type futureCall[R any] struct {
 	fn       func(context.Context) (R, error)
-	c        call // the context fn receives
+	c        call            // the context fn receives
+	given    context.Context // GoContext's ctx, which c's is derived from: see scope (life.go)
 	cancel   context.CancelCauseFunc
 	unfollow func() bool // stops c's context from following the pool's Shutdown (life.go)
 	h        helper      // Wait runs fn itself when made inside a function of the pool
@@ -117,7 +118,7 @@ func GoContext[R any](ctx context.Context, p *Pool, fn func(context.Context) (R,
 		f.refuse(context.Cause(ctx))
 		return f
 	}
-	x := &futureCall[R]{fn: fn}
+	x := &futureCall[R]{fn: fn, given: ctx}
 	var fctx context.Context
 	fctx, x.cancel = context.WithCancelCause(ctx)
 	x.c = call{Context: fctx, pool: p}
@@ -234,11 +235,11 @@ func (f *Future[R]) lend() bool { return lendClaimer(f) }
 func (f *Future[R]) claimed() *claim { return &f.claim }
 
 // scope is GoContext's context and pool; a function of Go has neither, and is never skipped.
-func (f *Future[R]) scope() (context.Context, *Pool) {
+func (f *Future[R]) scope() scope {
 	if f.x == nil {
-		return nil, nil
+		return scope{}
 	}
-	return f.x.c.Context, f.x.c.pool
+	return scope{f.x.c.Context, f.x.given, f.x.c.pool}
 }
 
 func (f *Future[R]) labels() context.Context {

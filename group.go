@@ -22,6 +22,7 @@ import (
 type Group struct {
 	p      *Pool
 	ctx    context.Context
+	given  context.Context // the context ctx is derived from: see scope (life.go)
 	cancel context.CancelCauseFunc
 	all    bool // made by GroupAll: errors are collected and cancel nothing
 	// labels: ctx carries pprof labels, which the functions run under (labels.go); enter is
@@ -83,7 +84,7 @@ func (p *Pool) GroupAll(ctx context.Context) (*Group, context.Context) {
 
 // init sets g up to run on p with a context derived from ctx, and returns that context.
 func (g *Group) init(p *Pool, ctx context.Context) context.Context {
-	g.p = p
+	g.p, g.given = p, ctx
 	g.ctx, g.cancel = context.WithCancelCause(ctx)
 	g.unfollow = p.core.hard.follow(g.cancel)
 	g.h.init(ctx, p)
@@ -329,7 +330,7 @@ func (t *groupTask) lend() bool { return lendClaimer(t) }
 
 func (t *groupTask) claimed() *claim { return &t.c.claim }
 
-func (t *groupTask) scope() (context.Context, *Pool) { return t.g.ctx, t.g.p }
+func (t *groupTask) scope() scope { return scope{t.g.ctx, t.g.given, t.g.p} }
 
 func (t *groupTask) labels() context.Context { return t.g.labelsContext() }
 
@@ -478,7 +479,7 @@ func (t *resultTask[R]) lend() bool { return lendClaimer(t) }
 
 func (t *resultTask[R]) claimed() *claim { return &t.c.claim }
 
-func (t *resultTask[R]) scope() (context.Context, *Pool) { return t.g.ctx, t.g.p }
+func (t *resultTask[R]) scope() scope { return scope{t.g.ctx, t.g.given, t.g.p} }
 
 func (t *resultTask[R]) labels() context.Context { return t.g.labelsContext() }
 

@@ -54,7 +54,8 @@ func ForEach[T any](ctx context.Context, p *Pool, in iter.Seq[T], fn func(contex
 	}()
 	for v := range in {
 		g.takeSlot(slots, gctx)
-		if gctx.Err() != nil || !g.launchContext(gctx, &eachTask[T]{g: g, slots: slots, fn: fn, v: v, c: call{Context: gctx, pool: p}}) {
+		// ctx too: package context ends gctx a moment after ctx (see scope, life.go).
+		if gctx.Err() != nil || ctx.Err() != nil || !g.launchContext(gctx, &eachTask[T]{g: g, slots: slots, fn: fn, v: v, c: call{Context: gctx, pool: p}}) {
 			cut = true
 			break
 		}
@@ -154,7 +155,7 @@ func (t *eachTask[T]) lend() bool { return lendClaimer(t) }
 
 func (t *eachTask[T]) claimed() *claim { return &t.c.claim }
 
-func (t *eachTask[T]) scope() (context.Context, *Pool) { return t.g.ctx, t.g.p }
+func (t *eachTask[T]) scope() scope { return scope{t.g.ctx, t.g.given, t.g.p} }
 
 func (t *eachTask[T]) labels() context.Context { return t.g.labelsContext() }
 

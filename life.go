@@ -42,11 +42,11 @@ type claim struct{ state atomic.Uint32 }
 // cause) or when it was canceled; Claimed when another party took it and counted it. It may
 // be called twice for one run (worker.Config.Begin, then the task's run): the second call
 // returns what the first did, with first false.
-func (c *claim) begin(ctx context.Context, p *Pool, inline bool) (o worker.Outcome, first bool) {
+func (c *claim) begin(s scope, inline bool) (o worker.Outcome, first bool) {
 	// The compare-and-swap comes first, without a load before it: the task's line was just
 	// written by its submitter, and a load would fetch it once to read and again to write.
 	next := taken
-	if skipping(ctx, p) {
+	if s.skipping() {
 		next = skipped
 	}
 	if c.state.CompareAndSwap(queued, next) {
@@ -74,11 +74,11 @@ func (c *claim) begin(ctx context.Context, p *Pool, inline bool) (o worker.Outco
 // task is now the waiter's to run; skip is set when ctx had ended and this call claimed the
 // task as skipped: the caller fails the function with ctx's cause, and the worker that
 // reaches its place counts it.
-func (c *claim) lend(ctx context.Context, p *Pool) (ok, skip bool) {
+func (c *claim) lend(s scope) (ok, skip bool) {
 	if c.state.Load() != queued {
 		return false, false
 	}
-	if skipping(ctx, p) {
+	if s.skipping() {
 		return false, c.state.CompareAndSwap(queued, skipped)
 	}
 	return c.state.CompareAndSwap(queued, lent), false
@@ -109,9 +109,9 @@ func (c *claim) running() bool {
 // runClaimer, beginClaimer and lendClaimer do the rest, the same for all.
 type claimer interface {
 	claimed() *claim
-	// scope returns the context whose end skips the function (nil for none: Go's) and its
-	// pool, whose Shutdown may skip it too.
-	scope() (context.Context, *Pool)
+	// scope returns the context whose end skips the function (nil for none: Go's), the one
+	// the caller gave, and its pool, whose Shutdown may skip it too.
+	scope() scope
 	// labels returns the context whose pprof labels the function runs under on a worker, or
 	// nil.
 	labels() context.Context
@@ -140,10 +140,10 @@ func runClaimer(t claimer, inline bool) worker.Outcome {
 // beginClaimer is claim.begin for t, failing its function with its context's cause when this
 // call decided to skip it.
 func beginClaimer(t claimer, inline bool) worker.Outcome {
-	ctx, p := t.scope()
-	o, first := t.claimed().begin(ctx, p, inline)
+	s := t.scope()
+	o, first := t.claimed().begin(s, inline)
 	if first {
-		t.fail(causeOf(ctx, p))
+		t.fail(s.cause())
 	}
 	return o
 }
@@ -151,10 +151,10 @@ func beginClaimer(t claimer, inline bool) worker.Outcome {
 // lendClaimer is claim.lend for t, failing its function with its context's cause when it
 // claimed it as skipped.
 func lendClaimer(t claimer) bool {
-	ctx, p := t.scope()
-	ok, skip := t.claimed().lend(ctx, p)
+	s := t.scope()
+	ok, skip := t.claimed().lend(s)
 	if skip {
-		t.fail(causeOf(ctx, p))
+		t.fail(s.cause())
 	}
 	return ok
 }
@@ -184,8 +184,7 @@ func doomedTask(t task) bool {
 	if c.claimed().state.Load() != queued {
 		return true
 	}
-	ctx, p := c.scope()
-	return skipping(ctx, p)
+	return c.scope().skipping()
 }
 
 // takeTask is a Pool engine's worker.Config.Take.
@@ -274,20 +273,35 @@ func WithTaskTimeout(d time.Duration) Option {
 	return func(c *config) { c.taskTimeout = d }
 }
 
-// skipping reports whether a function given with ctx (nil for none) to p is to be skipped: ctx
-// has ended, or a Shutdown of p or of a pool above it gave up waiting (hard). The second is
-// checked apart from ctx, whose end follows it a moment later (context.AfterFunc runs on a
-// goroutine of its own).
-func skipping(ctx context.Context, p *Pool) bool {
-	return ctx != nil && (ctx.Err() != nil || p.hardStopped())
+// skipping reports whether the function is to be skipped: ctx (nil for none) or given has
+// ended, or a Shutdown of p or of a pool above it gave up waiting (hard). The last is checked
+// apart from ctx, whose end follows it a moment later (context.AfterFunc runs on a goroutine
+// of its own).
+func (s scope) skipping() bool {
+	return s.ctx != nil && (s.ctx.Err() != nil || s.given.Err() != nil || s.p.hardStopped())
 }
 
-// causeOf is the error a function given with ctx to p and skipped fails with.
-func causeOf(ctx context.Context, p *Pool) error {
-	if ctx.Err() == nil && p.hardStopped() {
+// cause is the error a skipped function fails with.
+func (s scope) cause() error {
+	switch {
+	case s.ctx.Err() != nil:
+		return context.Cause(s.ctx)
+	case s.given.Err() != nil:
+		return context.Cause(s.given)
+	case s.p.hardStopped():
 		return ErrStopped
 	}
-	return context.Cause(ctx)
+	return context.Cause(s.ctx)
+}
+
+// scope is where a function given with a context is decided to be skipped: ctx, whose end
+// skips it (nil for none: Go's); given, the context the caller gave, which ctx is derived
+// from; and p, the pool it was given to. given is asked too because package context closes a
+// context's Done before it ends the contexts derived from it: a caller that saw given end
+// must not see the function run.
+type scope struct {
+	ctx, given context.Context
+	p          *Pool
 }
 
 // hardStopped reports whether a Shutdown of p or of a pool above it gave up waiting.

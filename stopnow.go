@@ -4,8 +4,10 @@ package crew
 // started out of the queue and returns the plain ones, in the order they would have started;
 // they never run. It stops accepting before it empties the queue: a submitter blocked on a
 // full queue when StopNow is called returns [ErrStopped], never a nil error for a task
-// StopNow then hands back. It includes the tasks of the pool's sub-pools ([Pool.Sub]) and of theirs, at any
-// depth, after the pool's own. Functions of [Go], [Group], [Results], [Map] and [ForEach]
+// StopNow then hands back. It includes the tasks of the pool's sub-pools ([Pool.Sub]) and of
+// theirs, at any depth: the order is the pool's queue, where a sub-pool's worker waiting
+// there stands for the task it carries, then the queues of its sub-pools, a parent's before
+// its sub-pools'. Functions of [Go], [Group], [Results], [Map] and [ForEach]
 // taken out fail with [ErrStopped], so their Wait returns. Tasks already running go on;
 // StopNow does not wait for them. After Stop, StopNow still takes out what is queued; a
 // paused pool's backlog is abandoned this way. Every accepted task either runs exactly once
@@ -82,7 +84,7 @@ func (p *Pool) skipQueued() {
 		if !ok {
 			return
 		}
-		if ctx, q := c.scope(); skipping(ctx, q) && c.claimed().state.CompareAndSwap(queued, skipped) {
+		if c.scope().skipping() && c.claimed().state.CompareAndSwap(queued, skipped) {
 			if h, ok := c.(interface{ markHusk() }); ok {
 				h.markHusk()
 			}
@@ -94,8 +96,7 @@ func (p *Pool) skipQueued() {
 	}
 	p.eachInTree(func(q *Pool) { q.core.e.Each(look) })
 	for _, c := range doomed {
-		ctx, q := c.scope()
-		c.fail(causeOf(ctx, q))
+		c.fail(c.scope().cause())
 	}
 }
 

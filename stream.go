@@ -226,22 +226,22 @@ func (t *seqTask[T, R]) markHusk() { t.husk = true }
 // lend is lendClaimer for the ranging goroutine, which also marks t a husk, whose place in p's
 // queue a worker has yet to reach, when it claims it: before fail hands t back.
 func (t *seqTask[T, R]) lend() bool {
-	ctx, p := t.scope()
-	ok, skip := t.c.lend(ctx, p)
+	s := t.scope()
+	ok, skip := t.c.lend(s)
 	if ok || skip {
 		// Only the claim's winner writes husk: a Shutdown that gave up may claim t first
 		// (skipQueued), and t must stay a husk.
 		t.husk = true
 	}
 	if skip {
-		t.fail(causeOf(ctx, p))
+		t.fail(s.cause())
 	}
 	return ok
 }
 
 func (t *seqTask[T, R]) claimed() *claim { return &t.c.claim }
 
-func (t *seqTask[T, R]) scope() (context.Context, *Pool) { return t.s.skip, t.s.p }
+func (t *seqTask[T, R]) scope() scope { return scope{t.s.skip, t.s.parent, t.s.p} }
 
 func (t *seqTask[T, R]) labels() context.Context {
 	if t.s.labels {
@@ -336,7 +336,7 @@ func (s *seqRun[T, R]) collect(block bool) []*seqTask[T, R] {
 // push hands v to p and yields the results that are ready; before it lets in produce another
 // value, it waits until fewer than W values are held. It reports whether to go on pulling.
 func (s *seqRun[T, R]) push(v T, yield func(R, error) bool) bool {
-	if s.ctx.Err() != nil { // a call failed or ctx ended: pull no more
+	if s.over() { // a call failed or ctx ended: pull no more
 		s.cut = true
 		return false
 	}
@@ -377,12 +377,16 @@ func (s *seqRun[T, R]) push(v T, yield func(R, error) bool) bool {
 	}
 	// The loop body, or a call, may have ended ctx meanwhile: in is not to produce another
 	// value that would then be dropped.
-	if s.ctx.Err() != nil {
+	if s.over() {
 		s.cut = true
 		return false
 	}
 	return true
 }
+
+// over reports whether the calls' context has ended, or the caller's that it is derived
+// from: package context ends the derived one a moment after (see scope, life.go).
+func (s *seqRun[T, R]) over() bool { return s.ctx.Err() != nil || s.parent.Err() != nil }
 
 // drain yields what is left once in has ended or pulling has stopped, and then ctx.Err() if
 // ctx cut the sequence short (ErrStopped if a Shutdown of p gave up: cutShort).
