@@ -340,7 +340,9 @@ func (e *Engine[T]) takeGuarded(w *worker[T]) (T, bool) {
 	e.taken(w, at)
 	e.slot()
 	e.hold(arg)
-	e.relayOut(arg)
+	if e.queue.lv != nil {
+		e.relayOut(arg)
+	}
 	return arg, true
 }
 

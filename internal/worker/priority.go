@@ -61,10 +61,11 @@ type leveled[T any] struct {
 // is told that a higher level waits. TestAdvResizeGrowingAParentStartsTheHigherLevelFirst
 // guards it.
 
-// relayOut counts arg, starting now, as a relaying worker if Config.Relay says it is one. It
-// is asked only of a queue with levels. Callers hold e.mu.
+// relayOut counts arg, starting now from a queue with levels, as a relaying worker if
+// Config.Relay says it is one. Callers test e.queue.lv themselves, which keeps the call off
+// the plain paths, and hold e.mu.
 func (e *Engine[T]) relayOut(arg T) {
-	if e.queue.lv == nil || e.cfg.Relay == nil || !e.cfg.Relay(arg, true) {
+	if e.cfg.Relay == nil || !e.cfg.Relay(arg, true) {
 		return
 	}
 	l := e.queue.lv.level(arg)

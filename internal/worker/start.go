@@ -111,7 +111,9 @@ func (e *Engine[T]) handOut(arg T, since int64) (launch[T], bool) {
 		e.waking++
 		e.slot()
 		e.hold(arg)
-		e.relayOut(arg)
+		if e.queue.lv != nil {
+			e.relayOut(arg)
+		}
 		return launch[T]{w: w}, true
 	}
 	if e.workers < e.max {
@@ -120,7 +122,9 @@ func (e *Engine[T]) handOut(arg T, since int64) (launch[T], bool) {
 		e.waking++
 		e.slot()
 		e.hold(arg)
-		e.relayOut(arg)
+		if e.queue.lv != nil {
+			e.relayOut(arg)
+		}
 		if e.cfg.Start != nil {
 			return e.forward(arg, since), true
 		}
