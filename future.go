@@ -253,7 +253,7 @@ func (f *Future[R]) panicked(pe *PanicError) { f.fail(pe) }
 
 func (f *Future[R]) goexited() {
 	if x := f.x; x != nil && x.c.returned {
-		f.finish(f.val, x.c.out)
+		f.finish(f.val, x.c.goexited())
 		return
 	}
 	f.fail(errGoexit)

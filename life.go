@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -201,18 +202,26 @@ type call struct {
 	context.Context
 	pool *Pool
 	claim
-	// returned is set, with the function's error in out, once the function has returned
-	// and a Context hook's end function is still to run (enter.call).
+	// returned is set once the function has returned and a Context hook's end function is
+	// still to run, its error kept in endOutcomes (enter.call). A bool fits beside the claim
+	// in the struct's padding: a field for the error would take every group function's
+	// allocation to the next size class.
 	returned bool
-	out      error
 }
+
+// endOutcomes holds the errors of the functions whose Context hook's end function is running,
+// keyed by their call: an end that calls runtime.Goexit leaves the error for goexited. Only a
+// pool with a Context hook that returns an end function uses it.
+var endOutcomes sync.Map // *call → error
 
 // goexited is the outcome of c's function when runtime.Goexit ended its goroutine: what the
 // function returned, if the Goexit came after, from a Context hook's end function, which
 // "ends the goroutine it runs on ... and nothing else"; errGoexit otherwise.
 func (c *call) goexited() error {
 	if c.returned {
-		return c.out
+		v, _ := endOutcomes.LoadAndDelete(c)
+		err, _ := v.(error)
+		return err
 	}
 	return errGoexit
 }

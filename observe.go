@@ -313,8 +313,14 @@ func (e enter) call(c *call, ctx context.Context, fn func(context.Context) error
 		return fn(ctx)
 	}
 	err := errNotReturned
-	defer func() { end(err) }()
+	defer func() {
+		end(err)
+		if c.returned {
+			endOutcomes.Delete(c)
+		}
+	}()
 	err = fn(ctx)
-	c.returned, c.out = true, err
+	endOutcomes.Store(c, err)
+	c.returned = true
 	return err
 }
