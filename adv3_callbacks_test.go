@@ -1678,10 +1678,17 @@ func TestAdvCallbackFunctionsCallBackIntoTheirPool(t *testing.T) {
 				tr.leaf = tr.mid.Sub(2)
 				const n = 10
 				var calls [n]atomic.Int32
+				// The functions after the one that acts wait until it has acted: else, on a
+				// busy machine, they may all run before it, and a stop then refuses nothing.
+				acted := make(chan struct{})
 				fn := func(x int) {
 					calls[x].Add(1)
-					if x == 2 {
+					switch {
+					case x == 2:
 						a.do(tr)
+						close(acted)
+					case x > 2:
+						<-acted
 					}
 				}
 				var out []int
