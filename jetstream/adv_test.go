@@ -214,10 +214,11 @@ func TestAdvOrderBySubjectWithDefaultPrefetchAndResize(t *testing.T) {
 	phase := func(limit int, until int64) {
 		t.Helper()
 		p.Resize(limit)
-		// Handlers started before a shrinking Resize may still run; then the limit holds.
+		// Tasks the pool started before a shrinking Resize may still run, or not yet have
+		// entered their handler: wait for the pool's own count, then the limit holds.
 		waitFor(t, 5*time.Second, fmt.Sprintf("running within the new limit %d", limit), func() bool {
 			sample()
-			return running.now.Load() <= int64(limit)
+			return p.Stats().Running <= limit && running.now.Load() <= int64(limit)
 		})
 		running.max.Store(running.now.Load())
 		waitFor(t, 15*time.Second, fmt.Sprintf("%d handled", until), func() bool {
