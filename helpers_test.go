@@ -9,6 +9,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -450,10 +451,11 @@ func skipMemoryUnderRace(t *testing.T) {
 }
 
 // bytesPerCall returns how many bytes run(n) allocates per call beyond what run(0) does, for
-// n = 10,000: the least of three tries, since a garbage collection during a try empties the
-// pools' spare queue segments and the next segment is allocated again.
+// n = 10,000: the least of three tries, with the collector off, since a garbage collection
+// empties the pools' spare queue segments and the next segment is then allocated again.
 func bytesPerCall(run func(n int)) float64 {
 	const n = 10000
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
 	allocated := func(n int) uint64 {
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
