@@ -170,8 +170,8 @@ func (k *Keyed[K]) enqueue(key K, task func(), wait bool, ctx context.Context) e
 		done = ctx.Done()
 	}
 	t := keyedTask{f: task}
-	if k.p.core.obs != nil {
-		t.at = k.clock()
+	if obs := k.p.core.obs; obs != nil {
+		t.at = obs.stamp(k.clock)
 	}
 	// A watched context (WithContext) may have ended a moment before its hook stops the
 	// pools; a submit in between must not be accepted. Asked without k.mu: ended may stop
@@ -416,7 +416,7 @@ func (r *keyRunner[K]) unpack(dropped bool) ([]func(), func()) {
 			k.returned++
 		}
 		k.settle()
-		if dropped && obs != nil {
+		if dropped && obs != nil && t.at != worker.Unsampled {
 			waits = append(waits, time.Duration(max(0, k.clock()-t.at)))
 		}
 	}
@@ -501,7 +501,9 @@ func (r *keyRunner[K]) one(t keyedTask, panicked *bool) {
 	*panicked = false
 	var start int64
 	ended := false // t returned or panicked: Finished is told below, not by the defer
-	if c.obs != nil {
+	// A task that WithLatencySample leaves out is not timed, and the observer not told of it.
+	timed := c.obs != nil && t.at != worker.Unsampled
+	if timed {
 		start = k.clock()
 		c.obs.start(time.Duration(max(0, start-t.at)))
 		// t may call runtime.Goexit, which no catch stops: its Finished hook is called as
@@ -520,7 +522,7 @@ func (r *keyRunner[K]) one(t keyedTask, panicked *bool) {
 	}
 	ended = true
 	*panicked = pe != nil
-	if c.obs != nil {
+	if timed {
 		c.obs.Finished(time.Duration(max(0, start-t.at)), time.Duration(max(0, k.clock()-start)), pe != nil)
 	}
 	if pe != nil {

@@ -3,10 +3,12 @@ package crew
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/crewgo/crew/internal/adaptive"
 	"github.com/crewgo/crew/internal/histogram"
+	"github.com/crewgo/crew/internal/worker"
 )
 
 // Hooks are functions a pool calls as its tasks pass through it; set them with [WithHooks].
@@ -120,11 +122,36 @@ func WithLatencyHistograms() Option {
 	return func(c *config) { c.histograms = true }
 }
 
+// WithLatencySample makes a pool with [WithLatencyHistograms] time one task in n, picked at
+// random as it is submitted, instead of every task: a task not picked reads no clock, which
+// is most of what the histograms cost. Each timed task counts n times in WaitTime and
+// RunTime, so their Count, Counts and Sum estimate those of every task, within the error of
+// a random sample; each Count is a multiple of n, and a quantile read from the buckets is
+// the sample's. The pool's counters in [Stats] (Completed and the rest) stay exact. Tasks of
+// a [Keyed] on the pool are sampled alike.
+//
+// n of 1 times every task, as without the option. The option has no effect without
+// WithLatencyHistograms, nor with [WithHooks] or [WithAdaptiveLimit], which need the times
+// of every task: every task is then timed and counted once. It panics if n < 1 or n is
+// above 1<<20.
+func WithLatencySample(n int) Option {
+	if n < 1 || n > maxSample {
+		panic(fmt.Sprintf("crew: WithLatencySample: n must be in [1, %d], got %d", maxSample, n))
+	}
+	return func(c *config) { c.sample = n }
+}
+
+// maxSample bounds WithLatencySample's n: one task in a million is already a sample too thin
+// for most pools' histograms.
+const maxSample = 1 << 20
+
 // observer is what a pool with hooks or histograms hands its engine (worker.Observer), and
 // what its submits and a Keyed's turns report to.
 type observer[T any] struct {
 	hooks     []Hooks
 	wait, run *histogram.Histogram // nil without WithLatencyHistograms
+	weight    uint64               // the tasks a recorded one stands for (sample)
+	sample    uint32               // time one task in sample; 0 or 1: every task
 	handler   func(v any, stack []byte)
 	skip      func(T) bool    // tasks not observed, or nil
 	limit     *adaptive.Limit // WithAdaptiveLimit's, told each run time; nil without it
@@ -134,11 +161,23 @@ func newObserver[T any](c config, skip func(T) bool) *observer[T] {
 	if len(c.hooks) == 0 && !c.histograms && c.adaptiveMin == 0 {
 		return nil
 	}
-	o := &observer[T]{hooks: c.hooks, handler: c.panicHandler, skip: skip}
+	o := &observer[T]{hooks: c.hooks, handler: c.panicHandler, skip: skip, weight: 1}
 	if c.histograms {
 		o.wait, o.run = histogram.New(), histogram.New()
+		if c.sample > 1 && len(c.hooks) == 0 && c.adaptiveMin == 0 {
+			o.sample, o.weight = uint32(c.sample), uint64(c.sample)
+		}
 	}
 	return o
+}
+
+// stamp returns the submit time of a task that the observer is told of, read from clock, or
+// worker.Unsampled for one that sampling leaves out, whose time is not read.
+func (o *observer[T]) stamp(clock func() int64) int64 {
+	if worker.LeftOut(o.sample) {
+		return worker.Unsampled
+	}
+	return clock()
 }
 
 // Started implements worker.Observer.
@@ -153,7 +192,7 @@ func (o *observer[T]) Started(arg T, wait time.Duration) bool {
 // start records the start of a task that waited for wait, and calls the Started hooks.
 func (o *observer[T]) start(wait time.Duration) {
 	if o.wait != nil {
-		o.wait.Record(wait)
+		o.wait.RecordN(wait, o.weight)
 	}
 	for i := range o.hooks {
 		o.call(o.hooks[i].Started, TaskInfo{Wait: wait})
@@ -163,7 +202,7 @@ func (o *observer[T]) start(wait time.Duration) {
 // Finished implements worker.Observer.
 func (o *observer[T]) Finished(wait, run time.Duration, panicked bool) {
 	if o.run != nil {
-		o.run.Record(run)
+		o.run.RecordN(run, o.weight)
 	}
 	if o.limit != nil && !panicked {
 		o.limit.Observe(run)

@@ -27,6 +27,7 @@ type config struct {
 	now          func() time.Time // clock hook for tests
 	hooks        []Hooks          // WithHooks, in the order given
 	histograms   bool             // WithLatencyHistograms
+	sample       int              // WithLatencySample's n; 0: every task
 	overload                      // overflow.go and rate.go
 	priority     int              // WithPriority's level
 	prioritySet  bool             // WithPriority was given

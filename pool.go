@@ -254,11 +254,11 @@ func (p *Pool) Stats() Stats {
 // than 1 (other than CPUs) or an option is out of range.
 //
 // By default a sub-pool has p's panic handler and task timeout and an unbounded queue, and
-// none of p's hooks, histograms, overflow policy, rate limit or priority. opts may bound its
+// none of p's hooks, histograms (nor their sampling), overflow policy, rate limit or priority. opts may bound its
 // queue and choose what a full one does ([WithQueueSize], [WithNonBlocking], [WithOverflow],
 // [WithMaxWait], [WithMaxBlocked], [WithDiscardHandler]), give it a priority level in p
 // ([WithPriority]), a rate limit ([WithRateLimit]), hooks ([WithHooks]), histograms
-// ([WithLatencyHistograms]), a task timeout ([WithTaskTimeout]) or a panic handler
+// ([WithLatencyHistograms], [WithLatencySample]), a task timeout ([WithTaskTimeout]) or a panic handler
 // ([WithPanicHandler]) of its own, tie it to a context ([WithContext]) or let it choose its
 // limit ([WithAdaptiveLimit]). [WithMinWorkers] and [WithIdleTimeout] have no effect on it,
 // since its workers are p's; WithMinWorkers is still checked against maxWorkers.
@@ -278,7 +278,7 @@ func (p *Pool) Sub(maxWorkers int, opts ...Option) *Pool {
 	checkPool(p, "Sub")
 	base := p.core.cfg
 	base.queueSize, base.nonBlocking, base.minWorkers, base.ctx = 0, false, 0, nil
-	base.hooks, base.histograms = nil, false
+	base.hooks, base.histograms, base.sample = nil, false, 0
 	base.clearOverload()
 	base.priority, base.adaptiveMin = 0, 0
 	c := newConfigFrom(base, "Sub", maxWorkers, opts)
@@ -425,7 +425,7 @@ func (c *core[T]) ended() bool {
 func (c *core[T]) init(cfg config, ec worker.Config[T], above []ctxWatch, halt func(), skip func(T) bool) {
 	c.cfg = cfg
 	if c.obs = newObserver(cfg, skip); c.obs != nil {
-		ec.Observer = c.obs
+		ec.Observer, ec.Sample = c.obs, c.obs.sample
 		if c.obs.watchesSubmits() {
 			c.onSubmit = c.obs
 		}

@@ -49,7 +49,8 @@ type Stats struct {
 	// their submit to their start and the times they ran; nil without that option, so Stats
 	// stays comparable with ==. WaitTime
 	// counts every task that started, RunTime every task that finished (returned, panicked
-	// or called runtime.Goexit). They are read just after the counters above, without
+	// or called runtime.Goexit); under [WithLatencySample], each task timed counts n times
+	// and the others not at all, so the counts are estimates. They are read just after the counters above, without
 	// stopping the workers, so they may count a task that started or finished since; their
 	// counts never go backwards between two snapshots, and WaitTime.Count is never less than
 	// RunTime.Count.

@@ -166,3 +166,20 @@ func BenchmarkRecord(b *testing.B) {
 		}
 	})
 }
+
+func TestRecordNCountsADurationNTimes(t *testing.T) {
+	h := histogram.New()
+	h.RecordN(3*time.Millisecond, 8)
+	h.RecordN(time.Second, 1)
+	h.RecordN(-time.Second, 4) // counts as 0
+	var s histogram.Snapshot
+	h.Snapshot(&s)
+	if s.Count != 13 || s.Sum != 8*3*time.Millisecond+time.Second {
+		t.Fatalf("Count %d Sum %v, want 13 and %v", s.Count, s.Sum, 8*3*time.Millisecond+time.Second)
+	}
+	for d, want := range map[time.Duration]uint64{3 * time.Millisecond: 8, time.Second: 1, 0: 4} {
+		if got := s.Counts[histogram.Index(d)]; got != want {
+			t.Errorf("bucket of %v holds %d, want %d", d, got, want)
+		}
+	}
+}

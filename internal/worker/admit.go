@@ -13,7 +13,7 @@ func (e *Engine[T]) Submit(arg T, wait bool, done <-chan struct{}) Result {
 	// calls, is not inlined; as a call, Invoke took 6% to 12% longer (measurements.md).
 	var at int64
 	if e.timed {
-		at = e.clock()
+		at = e.stamp()
 	}
 	e.lock()
 	if e.stopped {
@@ -60,7 +60,7 @@ func (e *Engine[T]) Submit(arg T, wait bool, done <-chan struct{}) Result {
 // critical section. It reports false, with e.mu released, if the engine is stopped.
 func (e *Engine[T]) lockToSubmit() (at int64, ok bool) {
 	if e.timed {
-		at = e.clock()
+		at = e.stamp()
 	}
 	e.lock()
 	if e.stopped {
@@ -75,7 +75,7 @@ func (e *Engine[T]) lockToSubmit() (at int64, ok bool) {
 func (e *Engine[T]) Forward(arg T) {
 	var at int64
 	if e.timed {
-		at = e.clock()
+		at = e.stamp()
 	}
 	e.lock()
 	s, _ := e.route(arg, false, at)
@@ -95,7 +95,7 @@ func (e *Engine[T]) ForwardAhead(arg T) {
 	}
 	var at int64
 	if e.timed {
-		at = e.clock()
+		at = e.stamp()
 	}
 	e.queue.PushSecondAt(arg, at)
 	e.accept()

@@ -163,6 +163,9 @@ type Config[T any] struct {
 	Now func() time.Time
 	// Observer, when set, is told when each task starts and ends: see observe.go.
 	Observer Observer[T]
+	// Sample, above 1, has the engine time one task in Sample, picked at random at its
+	// submit, and tell Observer of that one only: see observe.go.
+	Sample uint32
 	// Parent, when set, is the engine whose workers run this one's (a sub-pool's parent). A
 	// task of this engine starts on a worker of the parent, which the parent starts under
 	// its own limit, pause, rate and priority, and so on up; a worker that goes on to another

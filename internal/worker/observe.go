@@ -2,6 +2,8 @@ package worker
 
 import (
 	"context"
+	"math"
+	"math/rand/v2"
 	"runtime/pprof"
 	"time"
 )
@@ -26,6 +28,11 @@ import (
 // worker loop is the plain one. An observed engine takes the same
 // plain paths through Submit and next as one without; TestQueuedTasksWaitTheirOwnTime guards
 // the stamps there.
+//
+// With Config.Sample above 1, a submit picks its task for timing at random, one in Sample,
+// and stamps the others Unsampled without reading the clock; a worker reads no clock for an
+// Unsampled task and does not tell the Observer of it (started). The stamp travels as any
+// other, so a task keeps its pick from its submit to its end.
 
 // Observer is told of each task's start and end. Its methods run on the worker, with no lock
 // of the engine held; a method that panics unwinds into the worker's recovery as a task's
@@ -115,9 +122,27 @@ func (e *Engine[T]) unstamped(w *worker[T]) T {
 // hold e.mu.
 func (e *Engine[T]) stampNow() int64 {
 	if e.timed {
-		return e.clock()
+		return e.stamp()
 	}
 	return 0
+}
+
+// Unsampled is the stamp of a task that Config.Sample left out: nothing reads the clock for
+// it, and the Observer is not told of it.
+const Unsampled = math.MinInt64
+
+// LeftOut reports whether a task submitted now is left out of a sample of one task in n,
+// picked at random. It uses the runtime's per-thread random numbers, so that submitters
+// share nothing for it.
+func LeftOut(n uint32) bool { return n > 1 && rand.Uint32N(n) != 0 }
+
+// stamp returns the submit time of a task submitted now: the clock, or Unsampled for a task
+// that Config.Sample leaves out.
+func (e *Engine[T]) stamp() int64 {
+	if LeftOut(e.cfg.Sample) {
+		return Unsampled
+	}
+	return e.clock()
 }
 
 // taken hands at, the submit time of a task a worker took from the queue, to the worker.
@@ -148,8 +173,13 @@ func (e *Engine[T]) runObserved(w *worker[T], arg *T) (v any, stack []byte, ok b
 
 // started tells the Observer that w starts the task it was handed.
 func (e *Engine[T]) started(w *worker[T], arg T) {
+	w.ended = false
+	if w.since == Unsampled {
+		w.observing = false
+		return
+	}
 	now := e.clock()
-	w.start, w.ended = now, false
+	w.start = now
 	w.observing = e.cfg.Observer.Started(arg, time.Duration(max(0, now-w.since)))
 }
 
@@ -168,7 +198,7 @@ func (e *Engine[T]) finished(w *worker[T], panicked bool) {
 // policy that drops it. since is its submit time: the stamp dequeue returned when it
 // removed the task. Callers hold no lock.
 func (e *Engine[T]) discarded(arg T, since int64) {
-	if e.timed {
+	if e.timed && since != Unsampled {
 		e.cfg.Observer.Discarded(arg, time.Duration(max(0, e.clock()-since)))
 	}
 }

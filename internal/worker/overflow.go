@@ -206,12 +206,13 @@ func (e *Engine[T]) runInline(arg T, since int64) bool { return e.runHere(arg, s
 // Config.Begin is not asked: the caller's claim decided.
 func (e *Engine[T]) RunClaimed(arg T) { e.runHere(arg, e.now(), true) }
 
-// now returns the current time as a stamp, or 0 when the engine does not observe.
+// now returns the current time as a submit's stamp (see stamp), or 0 when the engine does
+// not observe.
 func (e *Engine[T]) now() int64 {
 	if !e.timed {
 		return 0
 	}
-	return e.clock()
+	return e.stamp()
 }
 
 // runHere is runInline, and RunClaimed with claimed set.
