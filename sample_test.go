@@ -273,3 +273,18 @@ func ExampleWithLatencySample() {
 	// counts are multiples of 8: true
 	// about every task: true
 }
+
+func TestLatencySampleOnAFuncPool(t *testing.T) {
+	t.Parallel()
+	const n, k = 4000, 4
+	var sum atomic.Int64
+	p := crew.NewFunc(2, func(v int) { sum.Add(int64(v)) }, crew.WithLatencyHistograms(), crew.WithLatencySample(k))
+	for range n {
+		must(t, p.Invoke(1))
+	}
+	p.StopAndWait()
+	if sum.Load() != n {
+		t.Fatalf("%d calls ran, want %d", sum.Load(), n)
+	}
+	checkSampled(t, "FuncPool", p.Stats(), n, k)
+}
