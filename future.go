@@ -151,11 +151,13 @@ func (f *Future[R]) Wait() (R, error) {
 
 // help runs the function on the calling goroutine if no worker has taken it yet, for a Wait
 // made inside a function of the pool (help.go); while the pool holds starts back (a pause, a
-// rate limit) it looks again every pausePoll, as helper.until does.
+// rate limit) it looks again every pausePoll, as helper.until does. As there, a function
+// that will be skipped (its context ended) takes no start: it is failed at once, pause or
+// not.
 func (f *Future[R]) help() {
 	x := f.x
 	for f.claim.state.Load() == queued && x.h.slot.running() {
-		if x.c.pool.core.e.Lends() {
+		if doomedTask(f) || x.c.pool.core.e.Lends() {
 			if f.lend() {
 				x.c.pool.core.e.RunClaimed(f)
 			}

@@ -277,8 +277,10 @@ type Engine[T any] struct {
 	// length, so that Waiting counts a claimed task once from its submit until it ends,
 	// whether its place or its end comes first: while it runs after its place was dropped,
 	// and not once it has ended before its place was reached.
-	lent   int
-	frozen bool // blocked submitters stay blocked until Stop: see Freeze
+	lent int
+	// frozen: blocked submitters stay blocked until Stop, and no slot is lent (see Freeze).
+	// Written under mu; Lends reads it without.
+	frozen atomic.Bool
 
 	drained chan struct{} // closed when pending reaches 0; made on demand
 	quiet   chan struct{} // closed when no task runs any more (begun); made on demand by Quiet

@@ -82,9 +82,9 @@ func (e *Engine[T]) Admits() bool {
 // limits the rate gives a token (taken). The limits are not asked: the slot is the waiting
 // task's, counted already, and a waiter kept from lending it by a lowered limit would wait
 // for ever, its work having no other slot to run in. Every pause is asked before any token is
-// taken. It takes no lock of e.
+// taken. An engine frozen by a StopNow lends nothing (see Freeze). It takes no lock of e.
 func (e *Engine[T]) Lends() bool {
-	return !e.Halted() && e.Paces()
+	return !e.Halted() && !e.frozen.Load() && e.Paces()
 }
 
 // Paces reports whether the rate limits of e and its ancestors each give a token (taken) for

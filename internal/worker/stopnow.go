@@ -10,10 +10,13 @@ package worker
 // into the room it makes. It is for a StopNow over several engines (a pool and its
 // sub-pools), which stop one after another: frozen first, every one of them, none of them
 // accepts a submitter that was blocked when that StopNow began, whatever a task that saw
-// another engine stop does meanwhile.
+// another engine stop does meanwhile. Nor does a frozen engine lend a slot (Lends): a stop
+// resumes a paused engine before the engines below it are stopped, and a function waiting
+// in one of them would otherwise run their paused backlog meanwhile
+// (TestAdvNestedStopNowOfAPausedRootAbandonsASubPoolsBacklog).
 func (e *Engine[T]) Freeze() {
 	e.mu.Lock()
-	e.frozen = true
+	e.frozen.Store(true)
 	e.mu.Unlock()
 }
 
@@ -59,7 +62,7 @@ func (e *Engine[T]) RemoveIf(match func(T) bool) []T {
 	}
 	// Submitters blocked on a full queue move into the room made, unless the engine is frozen.
 	room := len(out) + taken
-	if e.frozen {
+	if e.frozen.Load() {
 		room = 0
 	}
 	for range room {

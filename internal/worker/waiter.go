@@ -107,7 +107,7 @@ func (e *Engine[T]) dequeue() (arg T, at int64, ok bool) {
 	default:
 		arg, ok = e.queue.fifo.Pop() // the plain queue without levelQueue's call: see priority.go
 	}
-	if ok && e.blocked.head != nil && !e.frozen {
+	if ok && e.blocked.head != nil && !e.frozen.Load() {
 		b := e.blocked.pop()
 		e.queue.PushAt(b.arg, e.stampNow())
 		e.accept()
