@@ -105,6 +105,9 @@ func NewKeyed[K comparable](p *Pool, opts ...Option) *Keyed[K] {
 // What the caller did before Submit happens before the task starts. A panic in the task goes
 // to the pool's panic handler ([WithPanicHandler]); the key's next task still runs, as it
 // does after a task that calls runtime.Goexit.
+//
+// Like a map index, Submit (and TrySubmit and SubmitContext) panics if key holds a value that
+// cannot be compared, such as a slice in an interface-typed key; k is then left as it was.
 func (k *Keyed[K]) Submit(key K, task func()) error {
 	if task == nil {
 		return ErrNilTask
@@ -153,6 +156,7 @@ func (k *Keyed[K]) Wait() {
 // until ctx (which may be nil) ends or the pool stops. It calls the pool's Queued and
 // Rejected hooks, as the pool's own submits do (see admit).
 func (k *Keyed[K]) submit(key K, task func(), wait bool, ctx context.Context) error {
+	hashable(key)
 	c := &k.p.core
 	c.queued()
 	err := k.enqueue(key, task, wait, ctx)
@@ -160,6 +164,15 @@ func (k *Keyed[K]) submit(key K, task func(), wait bool, ctx context.Context) er
 		c.rejected(err)
 	}
 	return err
+}
+
+// hashable panics, as a map index does, if key holds a value that cannot be a map key (a
+// slice in an interface key): before any hook is called or lock taken, so that the panic
+// leaves k as it was (TestAdvFKKeyedUnhashableKeyLeavesTheKeyedUsable). An index of a nil map
+// looks at the key's type only, and not even that for a type whose every value hashes.
+func hashable[K comparable](key K) {
+	var m map[K]struct{}
+	_ = m[key]
 }
 
 // enqueue is submit without the hooks.

@@ -78,8 +78,7 @@ func engineConfig[T any](c config, run func(T)) worker.Config[T] {
 		MaxWait:      c.maxWait,
 		LimitBlocked: c.limitBlocked,
 		MaxBlocked:   c.maxBlocked,
-		Discard:      discarder[T](c),
-		Keep:         keepSubWorker[T],
+		Discard:      handlerOf[T](c),
 	}
 }
 

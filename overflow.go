@@ -105,32 +105,37 @@ func WithDiscardHandler(h func(v any)) Option {
 	return func(c *config) { c.discard = h }
 }
 
-// discarder returns the engine's Discard for c: an internal task fails with ErrDiscarded; a
-// plain one goes to the handler, whose panic goes to the panic handler.
-func discarder[T any](c config) func(T) {
+// handlerOf returns a FuncPool's Discard for c: the argument goes to the handler, whose panic
+// goes to the panic handler, whatever its type (a *Future given as an argument is the
+// caller's value, not a task of a pool: TestAdvFKDiscardedFutureArgumentGoesToTheHandler).
+func handlerOf[T any](c config) func(T) {
 	h, ph := c.discard, c.panicHandler
-	return func(v T) {
-		if t, ok := any(v).(task); ok {
-			if hd, ok := t.(holder); ok {
-				fs, told := hd.unpack(true)
-				for _, f := range fs {
-					callHandler(h, any(f), ph)
-				}
-				if told != nil {
-					told() // after the handler, as the engine tells of its own tasks
-				}
-				return
+	return func(v T) { callHandler(h, any(v), ph) }
+}
+
+// discarder returns a Pool's Discard for c: an internal task fails with ErrDiscarded; a
+// plain one goes to the handler, whose panic goes to the panic handler.
+func discarder(c config) func(task) {
+	h, ph := c.discard, c.panicHandler
+	return func(t task) {
+		if hd, ok := t.(holder); ok {
+			fs, told := hd.unpack(true)
+			for _, f := range fs {
+				callHandler(h, any(f), ph)
 			}
-			if t.abort(ErrDiscarded) {
-				return
+			if told != nil {
+				told() // after the handler, as the engine tells of its own tasks
 			}
-			if f, ok := t.(funcTask); ok {
-				v := any((func())(f))
-				callHandler(h, v, ph)
-				return
-			}
+			return
 		}
-		callHandler(h, any(v), ph)
+		if t.abort(ErrDiscarded) {
+			return
+		}
+		if f, ok := t.(funcTask); ok {
+			callHandler(h, any((func())(f)), ph)
+			return
+		}
+		callHandler(h, any(t), ph)
 	}
 }
 
@@ -145,7 +150,7 @@ func callHandler(h func(any), v any, ph func(any, []byte)) {
 }
 
 // keepSubWorker is the engine's Keep: DiscardOldest must not drop a sub-pool's worker.
-func keepSubWorker[T any](v T) bool {
-	_, ok := any(v).(*subWorker)
+func keepSubWorker(t task) bool {
+	_, ok := t.(*subWorker)
 	return ok
 }

@@ -105,6 +105,7 @@ func poolEngineConfig(c config) worker.Config[task] {
 	ec.Weight = taskWeight
 	ec.Level = taskLevel
 	ec.Relay = relayTask
+	ec.Discard, ec.Keep = discarder(c), keepSubWorker
 	return ec
 }
 
