@@ -110,7 +110,11 @@ type Limit struct {
 	now   func() time.Time
 	epoch time.Time
 
-	mu      sync.Mutex
+	mu sync.Mutex
+	// spare is the window before the current one, reused for the next (begin), and sorted
+	// holds a window's run times for decide: a pool's windows allocate nothing in steady state.
+	spare   *window
+	sorted  []int64
 	cfg     Config
 	floor   int           // cfg.Floor, at most the ceiling
 	ceiling int           // the highest limit allowed
@@ -142,21 +146,33 @@ type Limit struct {
 }
 
 // window is one window of completions: the (skip, skip+size]th completions after it began
-// are measured.
+// are measured. A window is reused once two more have begun (Limit.begin), and a completion
+// that loaded it as the current window may still count in it then: every field is atomic,
+// so such a straggler costs one measurement of one window, never a wrong memory access.
 type window struct {
 	seen  atomic.Int64   // completions counted
 	added atomic.Int64   // measured completions whose run time is in runs
-	runs  []atomic.Int64 // the measured run times, ns; len(runs) is the window's size
-	skip  int64
+	runs  []atomic.Int64 // the measured run times, ns; size of them in use, never reassigned
+	skip  atomic.Int64
+	size  atomic.Int64
 	begun atomic.Int64 // the clock when it began, ns since epoch; 0: at its first completion
 }
 
-// newWindow returns a window that skips skip completions and then measures size, begun at
-// the clock reading begun.
-func newWindow(skip, size, begun int64) *window {
-	w := &window{skip: skip, runs: make([]atomic.Int64, size)}
+// begin makes a window that skips skip completions and then measures size, begun at the
+// clock reading begun, the current one. It reuses the window before the current one when
+// its runs are long enough: only a ceiling raised beyond all before allocates. Callers hold
+// l.mu or own l.
+func (l *Limit) begin(skip, size, begun int64) {
+	w := l.spare
+	if w == nil || int64(len(w.runs)) < size {
+		w = &window{runs: make([]atomic.Int64, size)}
+	}
+	w.seen.Store(0)
+	w.added.Store(0)
+	w.skip.Store(skip)
+	w.size.Store(size)
 	w.begun.Store(begun)
-	return w
+	l.spare = l.w.Swap(w)
 }
 
 // New returns a Limit at cfg.Ceiling, which it does not apply: the pool starts there.
@@ -171,7 +187,7 @@ func New(cfg Config) *Limit {
 	// The first tasks find the resource empty and run faster than the ones after them: the
 	// first window skips as many as the limit lets start at once. It begins at the first
 	// completion, not now: the pool may wait a long time for its first task.
-	l.w.Store(newWindow(int64(l.limit), windowSize(l.limit), 0))
+	l.begin(int64(l.limit), windowSize(l.limit), 0)
 	return l
 }
 
@@ -217,11 +233,11 @@ func (l *Limit) Observe(run time.Duration) {
 	if k == 1 && w.begun.Load() == 0 {
 		w.begun.CompareAndSwap(0, max(1, l.clock()))
 	}
-	size := int64(len(w.runs))
-	if k <= w.skip || k > w.skip+size {
+	size, skip := w.size.Load(), w.skip.Load()
+	if k <= skip || k > skip+size {
 		return
 	}
-	w.runs[k-w.skip-1].Store(int64(run))
+	w.runs[k-skip-1].Store(int64(run))
 	if w.added.Add(1) == size {
 		l.decide(w)
 	}
@@ -243,16 +259,17 @@ func (l *Limit) decide(w *window) {
 	now := l.clock()
 	elapsed := now - w.begun.Load()
 	if elapsed <= 0 || w.begun.Load() == 0 {
-		l.w.Store(newWindow(0, windowSize(l.limit), now))
+		l.begin(0, windowSize(l.limit), now)
 		return
 	}
-	runs := make([]int64, len(w.runs))
-	for i := range w.runs {
-		runs[i] = w.runs[i].Load()
+	runs := l.sorted[:0]
+	for i := range w.size.Load() {
+		runs = append(runs, w.runs[i].Load())
 	}
+	l.sorted = runs
 	slices.Sort(runs)
 	median := time.Duration(runs[len(runs)/2])
-	rate := float64(w.skip+int64(len(runs))) / (float64(elapsed) / float64(time.Second))
+	rate := float64(w.skip.Load()+int64(len(runs))) / (float64(elapsed) / float64(time.Second))
 	l.step(median, rate)
 }
 
@@ -407,7 +424,7 @@ func (l *Limit) set(n int) {
 		l.cfg.Resize(n)
 		skip = l.cfg.Running()
 	}
-	l.w.Store(newWindow(int64(skip), windowSize(n), l.clock()))
+	l.begin(int64(skip), windowSize(n), l.clock())
 }
 
 // windowSize is the number of completions a window measures at limit n.

@@ -3,8 +3,11 @@ package adaptive
 import (
 	"container/heap"
 	"math/rand/v2"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/crewgo/crew/internal/racetest"
 )
 
 // sim is a pool with a backlog of tasks in front of a resource of slots slots, each task
@@ -382,4 +385,26 @@ func TestProbesAreBriefAndRare(t *testing.T) {
 		t.Errorf("%v of 20 s below 16 slots, in %d probes; want less than 1%%", below, probes)
 	}
 	t.Logf("%d probes, %v below 16 slots in 20 s", probes, below)
+}
+
+// TestWindowsAllocateNothingOnceWarm: a Limit reuses its windows and its sorting space, so
+// completions allocate nothing once the largest window has been made, whatever the limit
+// does meanwhile.
+func TestWindowsAllocateNothingOnceWarm(t *testing.T) {
+	if racetest.Enabled {
+		t.Skip("allocation counts are meaningless under the race detector")
+	}
+	var at atomic.Int64
+	l := New(Config{Floor: 1, Ceiling: 64, Resize: func(int) {}, Running: func() int { return 0 },
+		Now: func() time.Time { return time.Unix(0, at.Add(int64(time.Millisecond))) }})
+	observe := func() {
+		for i := range 4096 {
+			l.Observe(time.Duration(1+i%7) * time.Millisecond)
+		}
+	}
+	l.SetCeiling(64)
+	observe() // every window size the limit reaches is made once
+	if n := testing.AllocsPerRun(10, observe); n != 0 {
+		t.Fatalf("%v allocations per 4096 completions once warm, want 0", n)
+	}
 }
