@@ -159,7 +159,7 @@ func (f *Future[R]) help() {
 	for f.claim.state.Load() == queued && x.h.slot.running() {
 		if doomedTask(f) || x.c.pool.core.e.Lends() {
 			if f.lend() {
-				x.c.pool.core.e.RunClaimed(f)
+				runLent(x.c.pool, f)
 			}
 			return
 		}

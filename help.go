@@ -114,9 +114,22 @@ func (h *helper) helpOne() bool {
 		h.queue = h.queue[:n-1]
 		h.mu.Unlock()
 		if t.lend() {
-			h.p.core.e.RunClaimed(t)
+			runLent(h.p, t)
 		}
 		return true
+	}
+}
+
+// runLent runs t, which a waiting function claimed from p's queue (lend), on the caller. Its
+// place in the queue stays behind it, dropped when a worker meets it. On a bounded queue the
+// place is taken out as soon as t has ended, which makes room for a blocked submitter:
+// WithQueueSize bounds the tasks waiting, and t no longer waits
+// (TestAdvLifeAFunctionAWaitRanLeavesNoTaskWaiting). That takes a pass over the queue; an
+// unbounded queue has no room to make, and is spared it.
+func runLent(p *Pool, t task) {
+	p.core.e.RunClaimed(t)
+	if p.core.cfg.queueSize > 0 {
+		p.core.e.RemoveIf(func(x task) bool { return x == t })
 	}
 }
 
