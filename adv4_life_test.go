@@ -2000,3 +2000,59 @@ func TestAdvLifeStopNowAfterAHelpedFunctionEndedCountsItOnce(t *testing.T) {
 			len(out), plainRan.Load(), s)
 	}
 }
+
+// TestAdvLifeALentFunctionsEndMovesABlockedSubmitterIn: on a bounded queue, the end of a
+// function that a waiting function ran itself makes room at once: a submitter blocked on
+// the full queue is accepted then, with the one worker still busy, and the waiting function
+// itself can submit after its wait returns. Also on a sub-pool at a priority level.
+func TestAdvLifeALentFunctionsEndMovesABlockedSubmitterIn(t *testing.T) {
+	t.Parallel()
+	for _, shape := range []string{"root", "sub"} {
+		t.Run(shape, func(t *testing.T) {
+			root := crew.New(1, crew.WithQueueSize(1))
+			p := root
+			if shape == "sub" {
+				p = root.Sub(1, crew.WithQueueSize(1), crew.WithPriority(2))
+			}
+			filled, helping := make(chan struct{}), make(chan struct{})
+			blocked := make(chan error, 1)
+			var ran atomic.Int32
+			outer := crew.GoContext(context.Background(), p, func(ctx context.Context) (int, error) {
+				inner := crew.GoContext(ctx, p, func(context.Context) (int, error) {
+					close(helping)
+					<-filled // a submitter blocks on the full queue meanwhile
+					return 1, nil
+				})
+				v, err := inner.Wait()
+				if err != nil {
+					return 0, err
+				}
+				// The wait returned: its place is gone, and the blocked submitter moved in.
+				select {
+				case err := <-blocked:
+					if err != nil {
+						return 0, err
+					}
+				case <-time.After(10 * time.Second):
+					return 0, errors.New("the blocked submitter is still blocked after the lent function ended")
+				}
+				return v, nil
+			})
+			awaitReturn(t, "the lent function's start", helping)
+			go func() { blocked <- p.Submit(func() { ran.Add(1) }) }()
+			waitFor(t, "a blocked submitter", func() bool { return crew.BlockedSubmitters(p) == 1 })
+			close(filled)
+			var v int
+			err := returnsWithin(t, "the outer function", func() (err error) { v, err = outer.Wait(); return err })
+			if err != nil || v != 1 {
+				t.Fatalf("outer = %d, %v; want 1, nil", v, err)
+			}
+			awaitReturn(t, "Wait", goRun(p.Wait))
+			root.StopAndWait()
+			if ran.Load() != 1 {
+				t.Fatalf("the blocked submitter's task ran %d times, want 1", ran.Load())
+			}
+			idleIdentity(t, shape, p.Stats())
+		})
+	}
+}
