@@ -215,3 +215,34 @@ func BenchmarkBatch(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkNestedGroups measures fork and join inside a pool: each of b.N/8 outer functions
+// makes a group of 8 inner functions on the same pool of 2 workers and waits for it, running
+// the inner functions the workers have not taken (package documentation, "Waits that help").
+// queue=0 is an unbounded queue; on a bounded one, the place of each function a wait ran is
+// taken out of the queue when it ends.
+func BenchmarkNestedGroups(b *testing.B) {
+	for _, q := range []int{0, 64, 1024} {
+		b.Run(fmt.Sprintf("queue=%d", q), func(b *testing.B) {
+			b.ReportAllocs()
+			p := crew.New(2, crew.WithQueueSize(q))
+			var ran atomic.Int64
+			inner := func(context.Context) error { ran.Add(1); return nil }
+			outer, _ := p.Group(context.Background())
+			for range (b.N + 7) / 8 {
+				outer.Go(func(ctx context.Context) error {
+					g, _ := p.Group(ctx)
+					for range 8 {
+						g.Go(inner)
+					}
+					return g.Wait()
+				})
+			}
+			if err := outer.Wait(); err != nil {
+				b.Fatal(err)
+			}
+			p.StopAndWait()
+			checkRan(b, &ran, (b.N+7)/8*8)
+		})
+	}
+}

@@ -122,16 +122,20 @@ func (h *helper) helpOne() bool {
 
 // runLent runs t, which a waiting function claimed from p's queue (lend), on the caller. Its
 // place in the queue stays behind it, dropped when a worker meets it. On a bounded queue the
-// place is taken out as soon as t has ended, which makes room for a blocked submitter:
-// WithQueueSize bounds the tasks waiting, and t no longer waits
-// (TestAdvLifeAFunctionAWaitRanLeavesNoTaskWaiting). That takes a pass over the queue; an
-// unbounded queue has no room to make, and is spared it.
+// place takes room until then, though t no longer waits: so once t has ended, its place is
+// taken out if it is still the newest in the queue, as it is when the waiting function
+// queued t last, and a blocked submitter moves into the room
+// (TestAdvLifeAFunctionAWaitRanLeavesNoTaskWaiting).
 func runLent(p *Pool, t task) {
 	p.core.e.RunClaimed(t)
 	if p.core.cfg.queueSize > 0 {
-		p.core.e.RemoveIf(func(x task) bool { return x == t })
+		p.core.e.DropPlace(t, sameTask)
 	}
 }
+
+// sameTask reports whether a and b are one task. Tasks that are claimers are pointers, and a
+// task of another dynamic type compares unequal without being looked into.
+func sameTask(a, b task) bool { return a == b }
 
 // help runs h's functions that no worker has taken yet, newest first, until none is left.
 func (h *helper) help() {

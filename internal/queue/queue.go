@@ -179,6 +179,39 @@ func (q *Queue[T]) Pop() (v T, ok bool) {
 	return v, true
 }
 
+// DropLastAt removes the newest value if same(it, v) reports true, and returns the stamp kept
+// beside it; ok is false, and the queue as it was, otherwise.
+func (q *Queue[T]) DropLastAt(v T, same func(a, b T) bool) (at int64, ok bool) {
+	if q.n == 0 {
+		return 0, false
+	}
+	t := q.tail
+	if !same(t.items[q.end-1], v) {
+		return 0, false
+	}
+	q.end--
+	at = t.stampOf(q.end)
+	var zero T
+	t.items[q.end] = zero
+	q.n--
+	switch {
+	case q.n == 0:
+		// Empty: the tail is the only segment, as in Pop.
+		q.first, q.end = 0, 0
+	case q.end == 0:
+		// The tail held only v: the segment before it, full as every one but the tail, is
+		// the new tail.
+		prev := q.head
+		for prev.next != t {
+			prev = prev.next
+		}
+		prev.next = nil
+		q.tail, q.end = prev, len(prev.items)
+		q.release(t)
+	}
+	return at, true
+}
+
 // Each calls f with every value in the queue, front first. f must not change the queue.
 func (q *Queue[T]) Each(f func(T)) {
 	i, left := q.first, q.n

@@ -44,6 +44,26 @@ func (m *modelQueue) pop(n int) {
 	}
 }
 
+// drop takes the newest value out n times with DropLastAt, checking each; a drop of a value
+// that is not the newest, and a drop on an empty queue, must take nothing.
+func (m *modelQueue) drop(n int) {
+	m.t.Helper()
+	same := func(a, b int) bool { return a == b }
+	for range n {
+		if _, ok := m.q.DropLastAt(-1, same); ok {
+			m.t.Fatal("DropLastAt took a value never pushed")
+		}
+		if len(m.model) == 0 {
+			continue
+		}
+		last := m.model[len(m.model)-1]
+		if _, ok := m.q.DropLastAt(last, same); !ok {
+			m.t.Fatalf("DropLastAt(%d), the newest value, took nothing", last)
+		}
+		m.model = m.model[:len(m.model)-1]
+	}
+}
+
 // check compares Len, Peek and what Each visits with the slice.
 func (m *modelQueue) check() {
 	m.t.Helper()
@@ -302,21 +322,29 @@ func TestFreeKeepsValuesAndQueueUsable(t *testing.T) {
 	}
 }
 
-// FuzzQueueMatchesSlice runs a generated sequence of pushes and pops, in runs long enough to
+// FuzzQueueMatchesSlice runs a generated sequence of pushes, pops and drops from the back, in runs long enough to
 // cross segment boundaries and to drain the queue and grow it again on reused segments, and
 // checks every value, Len and Peek against a slice.
 func FuzzQueueMatchesSlice(f *testing.F) {
 	f.Add([]byte{0x10, 0x91, 0xff, 0xfe, 0x01})
 	// Two runs of 1016 pushes, pops across the segment boundaries, a drain and a regrowth.
 	f.Add([]byte{0xfe, 0xfe, 0xff, 0xfe, 0xff, 0xff, 0xff, 0x81, 0xfe, 0xff})
+	f.Add([]byte{0xfe, 0xfe, 0x9f, 0xff, 0xfe, 0x9f, 0x9f, 0xff, 0x9f}) // drops across segments
 	f.Fuzz(func(t *testing.T, ops []byte) {
+		if len(ops) > 256 { // each check walks the queue: longer inputs only take longer
+			return
+		}
 		m := &modelQueue{t: t}
 		for _, op := range ops {
-			// The low bit picks push or pop, the rest how many: up to 127 × 8 values.
+			// The low bit picks push or pop, the rest how many: up to 127 × 8 values. A
+			// pop of a number that is 7 modulo 8 takes values from the back instead (drop).
 			n := int(op>>1) * 8
-			if op&1 == 0 {
+			switch {
+			case op&1 == 0:
 				m.push(n)
-			} else {
+			case op>>1%8 == 7:
+				m.drop(n / 8)
+			default:
 				m.pop(n)
 			}
 			m.check()
@@ -444,5 +472,36 @@ func TestUnstampedQueueAllocatesNoStamps(t *testing.T) {
 		if s.stamps != nil {
 			t.Fatal("a queue with no nonzero stamp allocated stamps")
 		}
+	}
+}
+
+func TestDropLastAtTakesOnlyTheNewest(t *testing.T) {
+	same := func(a, b int) bool { return a == b }
+	var q Queue[int]
+	if _, ok := q.DropLastAt(1, same); ok {
+		t.Fatal("DropLastAt on an empty queue took something")
+	}
+	n := 3*segmentLen(8) + 1 // the newest value alone in the last segment
+	for i := range n {
+		q.PushAt(i, int64(i+100))
+	}
+	if _, ok := q.DropLastAt(n-2, same); ok {
+		t.Fatal("DropLastAt took a value that is not the newest")
+	}
+	for want := n - 1; want >= 0; want-- {
+		at, ok := q.DropLastAt(want, same)
+		if !ok || at != int64(want+100) || q.Len() != want {
+			t.Fatalf("DropLastAt(%d) = %d, %v with %d left; want %d, true with %d left", want, at, ok, q.Len(), want+100, want)
+		}
+		if want == n/2 { // the queue still works both ways once values left from its back
+			q.Push(-1)
+			if _, ok := q.DropLastAt(-1, same); !ok {
+				t.Fatal("a value pushed after a drop is not the newest")
+			}
+		}
+	}
+	q.Push(7)
+	if v, ok := q.Pop(); !ok || v != 7 || q.Len() != 0 {
+		t.Fatalf("Pop after the drops = %d, %v, Len %d", v, ok, q.Len())
 	}
 }

@@ -198,6 +198,18 @@ func (q *levelQueue[T]) PushFrontAt(v T, at int64) {
 	q.fifo.PushFrontAt(v, at)
 }
 
+// dropLastAt takes v out if it is the newest task of its level (same), with its stamp.
+func (q *levelQueue[T]) dropLastAt(v T, same func(a, b T) bool) (int64, bool) {
+	if q.lv == nil {
+		return q.fifo.DropLastAt(v, same)
+	}
+	at, ok := q.lv.of(q.lv.level(v)).DropLastAt(v, same)
+	if ok {
+		q.lv.n--
+	}
+	return at, ok
+}
+
 func (q *levelQueue[T]) PopAt() (T, int64, bool) {
 	if q.lv != nil {
 		return q.lv.pop()

@@ -60,22 +60,50 @@ func (e *Engine[T]) RemoveIf(match func(T) bool) []T {
 		}
 		e.queue.PushAt(arg, since)
 	}
-	// Submitters blocked on a full queue move into the room made, unless the engine is frozen.
-	room := len(out) + taken
+	e.admitBlocked(len(out) + taken)
+	e.end(removed, len(out))
+	e.checkExited()
+	e.mu.Unlock()
+	return out
+}
+
+// admitBlocked moves up to room submitters blocked on the full queue into the room made,
+// unless the engine is frozen. Callers hold e.mu.
+func (e *Engine[T]) admitBlocked(room int) {
 	if e.frozen.Load() {
-		room = 0
+		return
 	}
 	for range room {
 		b := e.blocked.pop()
 		if b == nil {
-			break
+			return
 		}
 		e.queue.PushAt(b.arg, e.stampNow())
 		e.accept()
 		b.decide(Accepted)
 	}
-	e.end(removed, len(out))
+}
+
+// DropPlace takes v's place out of the queue, for a party that claimed v while it was queued
+// and has run it (RunClaimed): a worker would drop the place when it met it, but until then
+// the place takes room in a bounded queue. A submitter blocked on the full queue moves into
+// the room made. Only the newest task is looked at (same tells v's place), so DropPlace
+// takes constant time; a place behind which other tasks were queued stays for a worker.
+// It reports whether it took the place out.
+func (e *Engine[T]) DropPlace(v T, same func(a, b T) bool) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	at, ok := e.queue.dropLastAt(v, same)
+	if !ok {
+		return false
+	}
+	o, gone := e.claimed(v)
+	if !gone { // not a place after all: the engine still has v
+		e.queue.PushAt(v, at)
+		return false
+	}
+	e.end(o, 1)
+	e.admitBlocked(1)
 	e.checkExited()
-	e.mu.Unlock()
-	return out
+	return true
 }
