@@ -62,7 +62,10 @@ type Stats struct {
 	CallerRan uint64
 	// Returned counts accepted tasks that [Pool.StopNow] took out of the queue unrun: plain
 	// tasks it handed back, and the functions of futures, groups and maps it failed with
-	// [ErrStopped]. They never ran.
+	// [ErrStopped]. They never ran. A sub-pool's worker that waited in the pool's queue is
+	// one of the pool's tasks ([Pool.Sub]): taken out, it counts here, and the sub-pool's
+	// task it carried in the sub-pool's Returned, so the Returned of a tree can add up to
+	// more than what StopNow handed back.
 	Returned uint64
 	// Skipped counts accepted functions that never ran because their own context ended before
 	// a worker took them, because [Future.Cancel] took them out, or because a [Pool.Shutdown]
