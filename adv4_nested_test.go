@@ -1360,18 +1360,31 @@ func TestAdvNestedShutdownGivesUpAmidTreesUnderAPauseStorm(t *testing.T) {
 		var storm sync.WaitGroup
 		pauseStorm(&storm, stop, 200*time.Microsecond, root, mid)
 		var blocked atomic.Int32
-		var fs []*crew.Future[int]
+		// The trees hold their slots until Shutdown, so a submit of the next tree may block on
+		// a full queue until then: each is made on a goroutine of its own.
+		var (
+			mu        sync.Mutex
+			fs        []*crew.Future[int]
+			submitted sync.WaitGroup
+		)
 		for from := range chain {
 			for on := from; on < len(chain); on++ {
-				fs = append(fs, crew.GoContext(context.Background(), chain[from], func(ctx context.Context) (int, error) {
-					return 0, w.run(ctx, chain[on], 2, func(ctx context.Context, _ int) error {
-						return w.run(ctx, chain[on], 2, func(ctx context.Context, _ int) error {
-							blocked.Add(1)
-							<-ctx.Done()
-							return context.Cause(ctx)
+				submitted.Add(1)
+				go func() {
+					defer submitted.Done()
+					f := crew.GoContext(context.Background(), chain[from], func(ctx context.Context) (int, error) {
+						return 0, w.run(ctx, chain[on], 2, func(ctx context.Context, _ int) error {
+							return w.run(ctx, chain[on], 2, func(ctx context.Context, _ int) error {
+								blocked.Add(1)
+								<-ctx.Done()
+								return context.Cause(ctx)
+							})
 						})
 					})
-				}))
+					mu.Lock()
+					fs = append(fs, f)
+					mu.Unlock()
+				}()
 			}
 		}
 		waitFor(t, "some leaves to block", func() bool { return blocked.Load() >= 2 })
@@ -1384,6 +1397,7 @@ func TestAdvNestedShutdownGivesUpAmidTreesUnderAPauseStorm(t *testing.T) {
 		}
 		close(stop)
 		storm.Wait()
+		nestRun(t, w.name+": the submits", submitted.Wait) // a stopped pool refuses the blocked ones
 		for _, f := range fs {
 			nestRun(t, w.name+": a tree", func() {
 				if _, err := f.Wait(); err != nil && !errors.Is(err, crew.ErrStopped) && !errors.Is(err, context.Canceled) {
