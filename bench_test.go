@@ -267,7 +267,8 @@ func BenchmarkInvokeParallel(b *testing.B) {
 // pool: clock-pool-ns (hist less that run) is what the three readings cost there, and
 // rest-pool-ns (that run less off and record) is crew's code with the records. That clock
 // returns one time: a pool given one (test-only: WithClock) calls it and subtracts, a few ns,
-// and records every wait and run in one bucket. The figures are CPU time of the whole process per
+// and records every wait and run in one bucket. Last, b.N tasks on a pool whose histograms
+// time one task in 16 (WithLatencySample) give sampled-extra-ns, their extra cost over off. The figures are CPU time of the whole process per
 // task (wall time where it cannot be read, off unix): on a machine shared with other work,
 // that inflates wall time by whatever share of the processors the others take, which the
 // phases of one run do not get alike, but leaves CPU time as it is.
@@ -304,6 +305,7 @@ func BenchmarkSubmitWithHistograms(b *testing.B) {
 			clock := perTask(func() { onEveryProcessor(b.N, readClock) })
 			record := perTask(func() { onEveryProcessor(b.N, recordTwo) })
 			free := perTask(func() { sleepingPool(b, par, crew.WithLatencyHistograms(), crew.WithClock(freeClock())) })
+			sampled := perTask(func() { sleepingPool(b, par, crew.WithLatencyHistograms(), crew.WithLatencySample(16)) })
 			b.ReportMetric(off, "off-ns")
 			b.ReportMetric(hist, "hist-ns")
 			b.ReportMetric(clock, "clock-ns")
@@ -312,6 +314,7 @@ func BenchmarkSubmitWithHistograms(b *testing.B) {
 			b.ReportMetric(hist-free, "clock-pool-ns")
 			b.ReportMetric(free-off-record, "rest-pool-ns")
 			b.ReportMetric((hist-off)/(clock+record), "x-obs")
+			b.ReportMetric(sampled-off, "sampled-extra-ns")
 		})
 	}
 }
