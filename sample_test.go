@@ -67,7 +67,7 @@ func TestLatencySampleLeavesTheClockAloneForTasksLeftOut(t *testing.T) {
 	var reads atomic.Int64
 	clock := func() time.Time { reads.Add(1); return time.Now() }
 	p := crew.New(2, crew.WithLatencyHistograms(), crew.WithLatencySample(k), crew.WithClock(clock),
-		crew.WithIdleTimeout(0))
+		crew.WithIdleTimeout(crew.NoIdleTimeout)) // no reaping: the reaper reads the clock too
 	before := reads.Load()
 	for range n {
 		must(t, p.Submit(func() {}))
