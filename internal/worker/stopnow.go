@@ -67,23 +67,6 @@ func (e *Engine[T]) RemoveIf(match func(T) bool) []T {
 	return out
 }
 
-// admitBlocked moves up to room submitters blocked on the full queue into the room made,
-// unless the engine is frozen. Callers hold e.mu.
-func (e *Engine[T]) admitBlocked(room int) {
-	if e.frozen.Load() {
-		return
-	}
-	for range room {
-		b := e.blocked.pop()
-		if b == nil {
-			return
-		}
-		e.queue.PushAt(b.arg, e.stampNow())
-		e.accept()
-		b.decide(Accepted)
-	}
-}
-
 // DropPlace takes v's place out of the queue, for a party that claimed v while it was queued
 // and has run it (RunClaimed): a worker would drop the place when it met it, but until then
 // the place takes room in a bounded queue. A submitter blocked on the full queue moves into

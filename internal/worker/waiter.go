@@ -107,13 +107,27 @@ func (e *Engine[T]) dequeue() (arg T, at int64, ok bool) {
 	default:
 		arg, ok = e.queue.fifo.Pop() // the plain queue without levelQueue's call: see priority.go
 	}
-	if ok && e.blocked.head != nil && !e.frozen.Load() {
+	if ok && e.blocked.head != nil { // tested here: most pops find no one blocked
+		e.admitBlocked(1)
+	}
+	return arg, at, ok
+}
+
+// admitBlocked moves up to room submitters blocked on the full queue into the room made,
+// unless the engine is frozen. Callers hold e.mu.
+func (e *Engine[T]) admitBlocked(room int) {
+	if e.frozen.Load() {
+		return
+	}
+	for range room {
 		b := e.blocked.pop()
+		if b == nil {
+			return
+		}
 		e.queue.PushAt(b.arg, e.stampNow())
 		e.accept()
 		b.decide(Accepted)
 	}
-	return arg, at, ok
 }
 
 // expire takes w, whose wait ran out, off the blocked list, unless a worker or Stop decided
