@@ -150,11 +150,12 @@ const maxSample = 1 << 20
 type observer[T any] struct {
 	hooks     []Hooks
 	wait, run *histogram.Histogram // nil without WithLatencyHistograms
-	weight    uint64               // the tasks a recorded one stands for (sample)
-	sample    uint32               // time one task in sample; 0 or 1: every task
-	handler   func(v any, stack []byte)
-	skip      func(T) bool    // tasks not observed, or nil
-	limit     *adaptive.Limit // WithAdaptiveLimit's, told each run time; nil without it
+	// weight: one task in weight is timed, and each record stands for weight tasks
+	// (WithLatencySample); 1 times every task.
+	weight  uint64
+	handler func(v any, stack []byte)
+	skip    func(T) bool    // tasks not observed, or nil
+	limit   *adaptive.Limit // WithAdaptiveLimit's, told each run time; nil without it
 }
 
 func newObserver[T any](c config, skip func(T) bool) *observer[T] {
@@ -164,8 +165,8 @@ func newObserver[T any](c config, skip func(T) bool) *observer[T] {
 	o := &observer[T]{hooks: c.hooks, handler: c.panicHandler, skip: skip, weight: 1}
 	if c.histograms {
 		o.wait, o.run = histogram.New(), histogram.New()
-		if c.sample > 1 && len(c.hooks) == 0 && c.adaptiveMin == 0 {
-			o.sample, o.weight = uint32(c.sample), uint64(c.sample)
+		if len(c.hooks) == 0 && c.adaptiveMin == 0 {
+			o.weight = uint64(max(1, c.sample))
 		}
 	}
 	return o
@@ -174,11 +175,14 @@ func newObserver[T any](c config, skip func(T) bool) *observer[T] {
 // stamp returns the submit time of a task that the observer is told of, read from clock, or
 // worker.Unsampled for one that sampling leaves out, whose time is not read.
 func (o *observer[T]) stamp(clock func() int64) int64 {
-	if worker.LeftOut(o.sample) {
+	if worker.LeftOut(o.sample()) {
 		return worker.Unsampled
 	}
 	return clock()
 }
+
+// sample is the engine's worker.Config.Sample: time one task in it (0 or 1: every task).
+func (o *observer[T]) sample() uint32 { return uint32(o.weight) }
 
 // Started implements worker.Observer.
 func (o *observer[T]) Started(arg T, wait time.Duration) bool {
