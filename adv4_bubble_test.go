@@ -3,7 +3,9 @@
 package crew_test
 
 import (
+	"context"
 	"fmt"
+	"runtime"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -96,4 +98,84 @@ var epochs sync.Map // *testing.T -> time.Time
 func epoch(t *testing.T) time.Time {
 	v, _ := epochs.LoadOrStore(t, time.Now())
 	return v.(time.Time)
+}
+
+// TestAdvBubbleSampledHistogramsAndLentPlacesWithGoexitAndPanicNil: in a synctest bubble, a
+// tree of a bounded root, a priority sub-pool and a Keyed, every pool sampling its histograms
+// one task in 4. Plain tasks return, panic(nil) or call runtime.Goexit; functions of groups
+// made inside tasks do the same, so that the waits run some of them in lent slots, whose
+// places leave the bounded queues as they end. Pause, a shrinking Resize and a StopNow act
+// meanwhile. Every pool ends idle with each task in exactly one of Completed, Panicked,
+// Discarded, Returned and Skipped, and the histograms hold multiples of 4, no more than the
+// tasks that started.
+func TestAdvBubbleSampledHistogramsAndLentPlacesWithGoexitAndPanicNil(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const k = 4
+		obs := []crew.Option{crew.WithLatencyHistograms(), crew.WithLatencySample(k), crew.WithPanicHandler(func(any, []byte) {})}
+		root := crew.New(3, append(obs, crew.WithQueueSize(4))...)
+		hi := root.Sub(2, append(obs, crew.WithPriority(1), crew.WithQueueSize(2))...)
+		keyed := crew.NewKeyed[int](hi)
+		end := func(i int) {
+			time.Sleep(time.Millisecond)
+			switch i % 3 {
+			case 1:
+				panic(nil)
+			case 2:
+				runtime.Goexit()
+			}
+		}
+		var wg sync.WaitGroup
+		for g := range 3 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range 40 {
+					p := []*crew.Pool{root, hi}[(g+i)%2]
+					switch i % 4 {
+					case 0:
+						_ = p.Submit(func() { end(i) })
+					case 1:
+						_ = keyed.Submit(i%3, func() { end(i) })
+					default:
+						f := crew.GoContext(context.Background(), p, func(ctx context.Context) (int, error) {
+							gr, _ := p.Group(ctx)
+							for j := range 3 {
+								gr.Go(func(context.Context) error { end(i + j); return nil })
+							}
+							return 0, gr.Wait()
+						})
+						_, _ = f.Wait()
+					}
+					switch i {
+					case 10:
+						root.Pause()
+						time.Sleep(2 * time.Millisecond)
+						root.Resume()
+					case 20:
+						root.Resize(1)
+						time.Sleep(2 * time.Millisecond)
+						root.Resize(3)
+					}
+				}
+			}()
+		}
+		time.Sleep(30 * time.Millisecond)
+		hi.StopNow()
+		wg.Wait()
+		root.StopAndWait()
+		synctest.Wait()
+		for name, p := range map[string]*crew.Pool{"root": root, "hi": hi} {
+			s := p.Stats()
+			idleIdentity(t, name, s)
+			if s.WaitTime.Count%k != 0 || s.RunTime.Count%k != 0 || s.RunTime.Count > s.WaitTime.Count ||
+				s.WaitTime.Count > k*(s.Completed+s.Panicked) {
+				t.Errorf("%s: WaitTime.Count %d, RunTime.Count %d, %d tasks ended: want multiples of %d, run within wait",
+					name, s.WaitTime.Count, s.RunTime.Count, s.Completed+s.Panicked, k)
+			}
+		}
+		ks := keyed.Stats()
+		if ks.Accepted != ks.Completed+ks.Panicked+ks.Discarded+ks.Returned || ks.Waiting != 0 || ks.Running != 0 {
+			t.Errorf("Keyed: %+v: each task not in exactly one outcome", ks)
+		}
+	})
 }
