@@ -3,6 +3,7 @@ package crew_test
 import (
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -107,30 +108,8 @@ func BenchmarkSleepingTasks(b *testing.B) {
 	for _, submitters := range []int{20, 200} {
 		b.Run(fmt.Sprintf("submitters=%d", submitters), func(b *testing.B) {
 			b.ReportAllocs()
-			var ran, left atomic.Int64
-			task := func() {
-				time.Sleep(time.Microsecond)
-				ran.Add(1)
-			}
-			p := crew.New(10000)
-			left.Store(int64(b.N))
-			var wg sync.WaitGroup
-			for range submitters {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for left.Add(-1) >= 0 {
-						if err := p.Submit(task); err != nil {
-							b.Error(err)
-							return
-						}
-					}
-				}()
-			}
-			wg.Wait()
-			p.StopAndWait()
+			sleepingTasks(b, b.N, submitters)
 			b.StopTimer()
-			checkRan(b, &ran, b.N)
 		})
 	}
 }
@@ -262,16 +241,24 @@ func BenchmarkInvokeParallel(b *testing.B) {
 // two records (its wait and its run). It reports each per task (off-ns, hist-ns, clock-ns,
 // record-ns), the extra cost of histograms beyond the clock and the records (rest-ns: hist -
 // off - clock - record), and that extra cost over what the clock and the records cost
-// (x-obs: (hist - off) / (clock + record)). It then runs b.N tasks on a pool with histograms
-// whose clock reads nothing, which parts the extra cost inside the
-// pool: clock-pool-ns (hist less that run) is what the three readings cost there, and
-// rest-pool-ns (that run less off and record) is crew's code with the records. That clock
-// returns one time: a pool given one (test-only: WithClock) calls it and subtracts, a few ns,
-// and records every wait and run in one bucket. Last, b.N tasks on a pool whose histograms
-// time one task in 16 (WithLatencySample) give sampled-extra-ns, their extra cost over off. The figures are CPU time of the whole process per
-// task (wall time where it cannot be read, off unix): on a machine shared with other work,
-// that inflates wall time by whatever share of the processors the others take, which the
-// phases of one run do not get alike, but leaves CPU time as it is.
+// (x-obs: (hist - off) / (clock + record)). It also runs b.N tasks on a pool with histograms
+// whose clock reads nothing, which parts the extra cost inside the pool: clock-pool-ns (hist
+// less that run) is what the three readings cost there, and rest-pool-ns (that run less off
+// and record) is crew's code with the records. That clock returns one time: a pool given one
+// (test-only: WithClock) calls it and subtracts, a few ns, and records every wait and run in
+// one bucket. Last, b.N tasks on a pool whose histograms time one task in 16
+// (WithLatencySample) give sampled-extra-ns, their extra cost over off.
+//
+// Each of those runs is made in breakdownRounds rounds of b.N/breakdownRounds tasks, the
+// rounds of all the runs interleaved, and each figure is the median of its rounds; a round
+// of each comes first and is not counted. A pool on
+// this workload settles in one of two states for a whole run (most tasks handed to a parked
+// worker, or most of them queued), which differ by up to a factor of two per task; a run of
+// each against a run of each compared states as often as observing, and the medians of
+// interleaved rounds compare the state most rounds are in. The figures are CPU time of the
+// whole process per task (wall time where it cannot be read, off unix): on a machine shared
+// with other work, that inflates wall time by whatever share of the processors the others
+// take, which the phases of one run do not get alike, but leaves CPU time as it is.
 func BenchmarkSubmitWithHistograms(b *testing.B) {
 	noop := func(crew.TaskInfo) {}
 	observe := []struct {
@@ -291,32 +278,94 @@ func BenchmarkSubmitWithHistograms(b *testing.B) {
 			})
 		}
 		b.Run(fmt.Sprintf("par=%d/observe=breakdown", par), func(b *testing.B) {
-			perTask := func(f func()) float64 {
-				start := time.Now()
-				cpuStart, cpu := processCPU()
-				f()
-				if cpuEnd, ok := processCPU(); cpu && ok {
-					return float64((cpuEnd - cpuStart).Nanoseconds()) / float64(b.N)
-				}
-				return float64(time.Since(start).Nanoseconds()) / float64(b.N)
-			}
-			off := perTask(func() { sleepingPool(b, par) })
-			hist := perTask(func() { sleepingPool(b, par, crew.WithLatencyHistograms()) })
-			clock := perTask(func() { onEveryProcessor(b.N, readClock) })
-			record := perTask(func() { onEveryProcessor(b.N, recordTwo) })
-			free := perTask(func() { sleepingPool(b, par, crew.WithLatencyHistograms(), crew.WithClock(freeClock())) })
-			sampled := perTask(func() { sleepingPool(b, par, crew.WithLatencyHistograms(), crew.WithLatencySample(16)) })
-			b.ReportMetric(off, "off-ns")
-			b.ReportMetric(hist, "hist-ns")
-			b.ReportMetric(clock, "clock-ns")
-			b.ReportMetric(record, "record-ns")
-			b.ReportMetric(hist-off-clock-record, "rest-ns")
-			b.ReportMetric(hist-free, "clock-pool-ns")
-			b.ReportMetric(free-off-record, "rest-pool-ns")
-			b.ReportMetric((hist-off)/(clock+record), "x-obs")
-			b.ReportMetric(sampled-off, "sampled-extra-ns")
+			breakdown(b, par)
 		})
 	}
+}
+
+// breakdownRounds is how many rounds each run of observe=breakdown is made in, after one
+// round of each that is not counted: the first pools of a process start their goroutines'
+// stacks and the runtime's caches, and took a fifth longer per task.
+const breakdownRounds = 7
+
+// breakdown is BenchmarkSubmitWithHistograms' observe=breakdown, from par submitters per
+// processor.
+func breakdown(b *testing.B, par int) {
+	n := max(1, b.N/breakdownRounds)
+	perTask := func(f func()) float64 {
+		start := time.Now()
+		cpuStart, cpu := processCPU()
+		f()
+		if cpuEnd, ok := processCPU(); cpu && ok {
+			return float64((cpuEnd - cpuStart).Nanoseconds()) / float64(n)
+		}
+		return float64(time.Since(start).Nanoseconds()) / float64(n)
+	}
+	hist := crew.WithLatencyHistograms()
+	subs := par * runtime.GOMAXPROCS(0)
+	runs := []func(){
+		func() { sleepingTasks(b, n, subs) },
+		func() { sleepingTasks(b, n, subs, hist) },
+		func() { onEveryProcessor(n, readClock) },
+		func() { onEveryProcessor(n, recordTwo) },
+		func() { sleepingTasks(b, n, subs, hist, crew.WithClock(freeClock())) },
+		func() { sleepingTasks(b, n, subs, hist, crew.WithLatencySample(16)) },
+	}
+	rounds := make([][]float64, len(runs))
+	b.ResetTimer()
+	for r := range breakdownRounds + 1 {
+		for i, f := range runs {
+			if t := perTask(f); r > 0 {
+				rounds[i] = append(rounds[i], t)
+			}
+		}
+	}
+	m := make([]float64, len(runs))
+	for i := range rounds {
+		slices.Sort(rounds[i])
+		m[i] = rounds[i][len(rounds[i])/2]
+	}
+	off, hist2, clock, record, free, sampled := m[0], m[1], m[2], m[3], m[4], m[5]
+	b.ReportMetric(off, "off-ns")
+	b.ReportMetric(hist2, "hist-ns")
+	b.ReportMetric(clock, "clock-ns")
+	b.ReportMetric(record, "record-ns")
+	b.ReportMetric(hist2-off-clock-record, "rest-ns")
+	b.ReportMetric(hist2-free, "clock-pool-ns")
+	b.ReportMetric(free-off-record, "rest-pool-ns")
+	b.ReportMetric((hist2-off)/(clock+record), "x-obs")
+	b.ReportMetric(sampled-off, "sampled-extra-ns")
+}
+
+// sleepingTasks runs n tasks that sleep a microsecond on a pool of 10,000 workers built with
+// opts, submitted by the given number of goroutines, which share them out, and checks that
+// each ran (and, with histograms, was counted). It returns once the pool has stopped.
+func sleepingTasks(b *testing.B, n, submitters int, opts ...crew.Option) {
+	var ran, left atomic.Int64
+	task := func() {
+		time.Sleep(time.Microsecond)
+		ran.Add(1)
+	}
+	p := crew.New(10_000, opts...)
+	left.Store(int64(n))
+	var wg sync.WaitGroup
+	for range submitters {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for left.Add(-1) >= 0 {
+				if err := p.Submit(task); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	p.StopAndWait()
+	var sent atomic.Int64
+	sent.Store(int64(n))
+	checkPool(b, p, &ran, &sent)
 }
 
 // sleepingPool runs b.N tasks that sleep a microsecond on a pool of 10,000 workers built with
@@ -332,7 +381,12 @@ func sleepingPool(b *testing.B, par int, opts ...crew.Option) {
 	b.SetParallelism(par)
 	submitParallel(b, p, task, &sent)
 	p.StopAndWait()
-	checkRan(b, &ran, int(sent.Load()))
+	checkPool(b, p, &ran, &sent)
+}
+
+// checkPool checks that each task sent ran and, with histograms, was counted.
+func checkPool(b *testing.B, p *crew.Pool, ran, sent *atomic.Int64) {
+	checkRan(b, ran, int(sent.Load()))
 	if s := p.Stats(); s.RunTime != nil && s.RunTime.Count != uint64(sent.Load()) && !sampled(s.RunTime.Count, sent.Load()) {
 		b.Fatalf("histogram counted %d of %d tasks", s.RunTime.Count, sent.Load())
 	}
