@@ -6,10 +6,12 @@
 // which starts at 0, and longer ones in the last, which ends at +Inf. Because the boundaries
 // are powers of two, exporters hand the counts on as native buckets without rebinning.
 //
-// Recording is one atomic add on a bucket and one on the sum, in one of several
-// shards padded to their own cache lines, picked from the recording goroutine's stack
-// address: workers of one pool each keep to a shard of their own (most of the time), so they
-// do not fight over one cache line as they would over a single array of counters. Snapshot
+// Recording is one atomic add on a bucket and one on the sum, in the shard of the processor
+// (P) the recording goroutine runs on, each shard padded to its own cache lines. Thousands of
+// workers of one pool then count into as many shards as there are processors, and each
+// processor keeps its shard's lines in its own cache: a shard picked by goroutine was written
+// from every processor in turn, and a record waited for the line to come over (measurements.md
+// in internal/worker, "Histograms counted by processor"). Snapshot
 // adds the shards up while recording goes on; every count it reads only ever grows, so no
 // count goes backwards between two snapshots.
 package histogram
@@ -20,7 +22,8 @@ import (
 	"runtime"
 	"sync/atomic"
 	"time"
-	"unsafe"
+
+	"github.com/crewgo/crew/internal/proc"
 )
 
 // Schema is the Prometheus native histogram schema of the buckets: 2^Schema buckets per power
@@ -147,11 +150,12 @@ type Histogram struct {
 	mask   uintptr
 }
 
-// New returns an empty histogram. It has four shards per processor (a power of two, at
-// least eight and at most 64), so that goroutines running at the same time rarely share one.
+// New returns an empty histogram. It has a shard per processor, GOMAXPROCS rounded up to a
+// power of two and at most 64; processors beyond those, or added by a later GOMAXPROCS,
+// share shards, which costs only the sharing.
 func New() *Histogram {
-	n := 8
-	for n < 4*runtime.GOMAXPROCS(0) && n < 64 {
+	n := 1
+	for n < runtime.GOMAXPROCS(0) && n < 64 {
 		n *= 2
 	}
 	return &Histogram{shards: make([]shard, n), mask: uintptr(n - 1)}
@@ -163,17 +167,16 @@ func (h *Histogram) Record(d time.Duration) { h.RecordN(d, 1) }
 // RecordN counts d n times, as n durations of d each: a sample that stands for n. It
 // allocates nothing and takes no lock.
 func (h *Histogram) RecordN(d time.Duration, n uint64) {
-	var here byte
-	// A goroutine's stack is at least 8 KiB and aligned to its size, so the address of a local
-	// divided by 8 KiB tells goroutines apart; multiplying scatters neighbouring stacks over
-	// the shards. A goroutine whose stack moves, or two that share a shard, cost only sharing.
-	p := uintptr(unsafe.Pointer(&here)) >> 13
-	s := &h.shards[(p*0x9E3779B97F4A7C15>>(bits.UintSize-8))&h.mask]
 	if d < 0 {
 		d = 0
 	}
-	s.counts[Index(d)].Add(n)
+	i := Index(d)
+	// Nothing between Pin and Unpin can panic or block: i is a bucket and the mask keeps the
+	// shard in range.
+	s := &h.shards[uintptr(proc.Pin())&h.mask]
+	s.counts[i].Add(n)
 	s.sum.Add(uint64(d) * n)
+	proc.Unpin()
 }
 
 // Snapshot is a histogram's state at one moment: Counts[i] durations fell in bucket i,

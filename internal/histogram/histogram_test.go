@@ -3,6 +3,7 @@ package histogram_test
 import (
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -95,6 +96,35 @@ func TestRecordCountsEveryDurationOnce(t *testing.T) {
 		if s.Counts[histogram.Index(d)] == 0 {
 			t.Errorf("bucket of %v is empty", d)
 		}
+	}
+}
+
+// A histogram has a shard per processor it was made for; processors added later by
+// GOMAXPROCS share them, and every record still counts once.
+func TestRecordFromMoreProcessorsThanShardsCountsEveryDuration(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	h := histogram.New()
+	runtime.GOMAXPROCS(8)
+	const goroutines, each = 32, 2000
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				h.Record(time.Duration(g*each+i) * time.Microsecond)
+				if i%64 == 0 {
+					runtime.Gosched()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	var s histogram.Snapshot
+	h.Snapshot(&s)
+	n := goroutines * each
+	if want := time.Duration(n*(n-1)/2) * time.Microsecond; s.Count != uint64(n) || s.Sum != want {
+		t.Fatalf("Count %d Sum %v, want %d and %v", s.Count, s.Sum, n, want)
 	}
 }
 
