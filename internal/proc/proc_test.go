@@ -9,8 +9,6 @@ import (
 func TestPinReturnsTheProcessorsIndex(t *testing.T) {
 	procs := runtime.GOMAXPROCS(0)
 	var wg sync.WaitGroup
-	seen := make([]bool, procs)
-	var mu sync.Mutex
 	for range 4 * procs {
 		wg.Add(1)
 		go func() {
@@ -22,16 +20,10 @@ func TestPinReturnsTheProcessorsIndex(t *testing.T) {
 					t.Errorf("Pin returned %d with GOMAXPROCS %d", p, procs)
 					return
 				}
-				mu.Lock()
-				seen[p] = true
-				mu.Unlock()
 			}
 		}()
 	}
 	wg.Wait()
-	if !seen[0] {
-		t.Errorf("no goroutine ran on processor 0 of %d", procs)
-	}
 }
 
 func TestPinFollowsGOMAXPROCS(t *testing.T) {
