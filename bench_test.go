@@ -247,7 +247,10 @@ func BenchmarkInvokeParallel(b *testing.B) {
 // and record) is crew's code with the records. That clock returns one time: a pool given one
 // (test-only: WithClock) calls it and subtracts, a few ns, and records every wait and run in
 // one bucket. Last, b.N tasks on a pool whose histograms time one task in 16
-// (WithLatencySample) give sampled-extra-ns, their extra cost over off.
+// (WithLatencySample) give sampled-extra-ns, their extra cost over off. For reference, the
+// same tasks run on the least a pool can be (floorPool), without and with the readings and
+// the records and nothing else around them: floor-off-ns, floor-hist-ns, and floor-x-obs,
+// x-obs of that pool.
 //
 // Each of those runs is made in breakdownRounds rounds of b.N/breakdownRounds tasks, the
 // rounds of all the runs interleaved, and each figure is the median of its rounds; a round
@@ -310,6 +313,8 @@ func breakdown(b *testing.B, par int) {
 		func() { onEveryProcessor(n, recordTwo) },
 		func() { sleepingTasks(b, n, subs, hist, crew.WithClock(freeClock())) },
 		func() { sleepingTasks(b, n, subs, hist, crew.WithLatencySample(16)) },
+		func() { floorPool(b, n, subs, false) },
+		func() { floorPool(b, n, subs, true) },
 	}
 	rounds := make([][]float64, len(runs))
 	b.ResetTimer()
@@ -326,6 +331,10 @@ func breakdown(b *testing.B, par int) {
 		m[i] = rounds[i][len(rounds[i])/2]
 	}
 	off, hist2, clock, record, free, sampled := m[0], m[1], m[2], m[3], m[4], m[5]
+	floorOff, floorHist := m[6], m[7]
+	b.ReportMetric(floorOff, "floor-off-ns")
+	b.ReportMetric(floorHist, "floor-hist-ns")
+	b.ReportMetric((floorHist-floorOff)/(clock+record), "floor-x-obs")
 	b.ReportMetric(off, "off-ns")
 	b.ReportMetric(hist2, "hist-ns")
 	b.ReportMetric(clock, "clock-ns")
@@ -335,6 +344,67 @@ func breakdown(b *testing.B, par int) {
 	b.ReportMetric(free-off-record, "rest-pool-ns")
 	b.ReportMetric((hist2-off)/(clock+record), "x-obs")
 	b.ReportMetric(sampled-off, "sampled-extra-ns")
+}
+
+// floorPool runs n tasks that sleep a microsecond on the least a pool can be: 10,000
+// goroutines receiving from one buffered channel, fed by the given number of submitters. With
+// observe, it does what histograms need and nothing more: a submit reads the clock and sends
+// the time with the task, and a worker reads it as the task starts and ends and records the
+// wait and the run. The breakdown runs it with and without to tell what observing costs on a
+// pool with no code of its own around the readings and the records (floor-x-obs).
+func floorPool(b *testing.B, n, submitters int, observe bool) {
+	type job struct {
+		f  func()
+		at time.Duration
+	}
+	var ran, left atomic.Int64
+	task := func() {
+		time.Sleep(time.Microsecond)
+		ran.Add(1)
+	}
+	epoch := time.Now()
+	wait, run := histogram.New(), histogram.New()
+	jobs := make(chan job, 1024)
+	var workers sync.WaitGroup
+	for range 10_000 {
+		workers.Add(1)
+		go func() {
+			defer workers.Done()
+			for j := range jobs {
+				if !observe {
+					j.f()
+					continue
+				}
+				start := time.Since(epoch)
+				wait.Record(start - j.at)
+				j.f()
+				run.Record(time.Since(epoch) - start)
+			}
+		}()
+	}
+	left.Store(int64(n))
+	var wg sync.WaitGroup
+	for range submitters {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for left.Add(-1) >= 0 {
+				j := job{f: task}
+				if observe {
+					j.at = time.Since(epoch)
+				}
+				jobs <- j
+			}
+		}()
+	}
+	wg.Wait()
+	close(jobs)
+	workers.Wait()
+	checkRan(b, &ran, n)
+	var s histogram.Snapshot
+	if run.Snapshot(&s); observe && s.Count != uint64(n) {
+		b.Fatalf("floor pool recorded %d of %d tasks", s.Count, n)
+	}
 }
 
 // sleepingTasks runs n tasks that sleep a microsecond on a pool of 10,000 workers built with
