@@ -124,8 +124,8 @@ func (h *helper) helpOne() bool {
 // place in the queue stays behind it, dropped when a worker meets it. On a bounded queue the
 // place takes room until then, though t no longer waits: so once t has ended, its place is
 // taken out if it is still the newest in the queue, as it is when the waiting function
-// queued t last, and a blocked submitter moves into the room
-// (TestAdvLifeAFunctionAWaitRanLeavesNoTaskWaiting).
+// queued t last, or the oldest, next for a worker; a blocked submitter moves into the room
+// (TestAdvLifeAFunctionAWaitRanLeavesNoTaskWaiting, TestLentPlaceAtTheHeadLeavesTheQueue).
 func runLent(p *Pool, t task) {
 	p.core.e.RunClaimed(t)
 	if p.core.cfg.queueSize > 0 {

@@ -589,3 +589,69 @@ func TestAFunctionRunInALentSlotCountsAsWaitingUntilItEnds(t *testing.T) {
 		idleIdentity(t, "p", p.Stats())
 	}
 }
+
+// TestLentPlaceAtTheHeadLeavesTheQueue: a function that a waiting function ran itself leaves
+// its place in a bounded queue once it has ended, also when another task was queued behind it
+// (its place is then the oldest, not the newest): a task submitted meanwhile from outside is
+// accepted into the room made, whether it was blocked on the full queue already or tries
+// then, while the waiting function still runs. Run at the root and on a prioritised sub-pool,
+// with the lent function returning or panicking with nil. (A runtime.Goexit in a lent
+// function ends the waiting goroutine too: TestHelpedFunctionThatPanicsOrExits.)
+func TestLentPlaceAtTheHeadLeavesTheQueue(t *testing.T) {
+	ends := map[string]func(){
+		"returns":  func() {},
+		"panicnil": func() { panic(nil) },
+	}
+	for _, sub := range []bool{false, true} {
+		for name, end := range ends {
+			t.Run(fmt.Sprintf("sub=%v/%s", sub, name), func(t *testing.T) {
+				root := crew.New(1, crew.WithQueueSize(2), crew.WithPanicHandler(func(any, []byte) {}))
+				defer root.StopAndWait()
+				p := root
+				if sub {
+					p = root.Sub(1, crew.WithQueueSize(2), crew.WithPriority(2), crew.WithPanicHandler(func(any, []byte) {}))
+				}
+				queued, gate, helped := make(chan struct{}), make(chan struct{}), make(chan struct{})
+				var release sync.Once
+				defer release.Do(func() { close(gate) }) // before StopAndWait, on a failure too
+				var ran atomic.Int32
+				outer := crew.GoContext(context.Background(), p, func(ctx context.Context) (int, error) {
+					f := crew.GoContext(ctx, p, func(context.Context) (int, error) { end(); return 1, nil })
+					if err := p.Submit(func() { ran.Add(1) }); err != nil { // queued behind f: the queue is full
+						return 0, err
+					}
+					close(queued)
+					<-gate
+					f.Wait() // runs f here; its error depends on how f ended
+					close(helped)
+					<-gate
+					return 0, nil
+				})
+				awaitReturn(t, "the outer function's submits", queued)
+				blocked := goRun(func() {
+					if err := p.Submit(func() { ran.Add(1) }); err != nil {
+						t.Error(err)
+					}
+				})
+				gate <- struct{}{}
+				awaitReturn(t, "the helped wait", helped)
+				awaitReturn(t, "a submit blocked on the full queue, after the lent function's place left", blocked)
+				if s := p.Stats(); s.Waiting != 2 || s.Running != 1 {
+					t.Errorf("Stats %+v after the lent function ended, want 1 running and 2 waiting", s)
+				}
+				if p.TrySubmit(func() { ran.Add(1) }) {
+					t.Error("TrySubmit accepted a third task into a queue of 2 holding 2")
+				}
+				release.Do(func() { close(gate) })
+				must(t, returnsWithin(t, "the outer function", func() error { _, err := outer.Wait(); return err }))
+				awaitReturn(t, "Wait", goRun(p.Wait))
+				if ran.Load() != 2 {
+					t.Fatalf("%d of the 2 accepted tasks ran", ran.Load())
+				}
+				if s := p.Stats(); s.Accepted != s.Completed+s.Panicked+s.Skipped || s.Waiting != 0 {
+					t.Fatalf("Stats %+v at the end: every accepted task must have ended once", s)
+				}
+			})
+		}
+	}
+}

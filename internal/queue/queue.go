@@ -179,6 +179,16 @@ func (q *Queue[T]) Pop() (v T, ok bool) {
 	return v, true
 }
 
+// DropFirstAt removes the oldest value if same(it, v) reports true, and returns the stamp
+// kept beside it; ok is false, and the queue as it was, otherwise.
+func (q *Queue[T]) DropFirstAt(v T, same func(a, b T) bool) (at int64, ok bool) {
+	if q.n == 0 || !same(q.head.items[q.first], v) {
+		return 0, false
+	}
+	_, at, ok = q.PopAt()
+	return at, ok
+}
+
 // DropLastAt removes the newest value if same(it, v) reports true, and returns the stamp kept
 // beside it; ok is false, and the queue as it was, otherwise.
 func (q *Queue[T]) DropLastAt(v T, same func(a, b T) bool) (at int64, ok bool) {

@@ -64,6 +64,30 @@ func (m *modelQueue) drop(n int) {
 	}
 }
 
+// dropFirst takes the oldest value out n times with DropFirstAt, checking each; a drop of a
+// value that is not the oldest, and a drop on an empty queue, must take nothing.
+func (m *modelQueue) dropFirst(n int) {
+	m.t.Helper()
+	same := func(a, b int) bool { return a == b }
+	for range n {
+		if len(m.model) > 1 {
+			if _, ok := m.q.DropFirstAt(m.model[1], same); ok {
+				m.t.Fatalf("DropFirstAt(%d) took the second value", m.model[1])
+			}
+		}
+		if len(m.model) == 0 {
+			if _, ok := m.q.DropFirstAt(0, same); ok {
+				m.t.Fatal("DropFirstAt took a value from an empty queue")
+			}
+			continue
+		}
+		if _, ok := m.q.DropFirstAt(m.model[0], same); !ok {
+			m.t.Fatalf("DropFirstAt(%d), the oldest value, took nothing", m.model[0])
+		}
+		m.model = m.model[1:]
+	}
+}
+
 // check compares Len, Peek and what Each visits with the slice.
 func (m *modelQueue) check() {
 	m.t.Helper()
@@ -322,7 +346,7 @@ func TestFreeKeepsValuesAndQueueUsable(t *testing.T) {
 	}
 }
 
-// FuzzQueueMatchesSlice runs a generated sequence of pushes, pops and drops from the back, in runs long enough to
+// FuzzQueueMatchesSlice runs a generated sequence of pushes, pops and drops from either end, in runs long enough to
 // cross segment boundaries and to drain the queue and grow it again on reused segments, and
 // checks every value, Len and Peek against a slice.
 func FuzzQueueMatchesSlice(f *testing.F) {
@@ -337,13 +361,16 @@ func FuzzQueueMatchesSlice(f *testing.F) {
 		m := &modelQueue{t: t}
 		for _, op := range ops {
 			// The low bit picks push or pop, the rest how many: up to 127 × 8 values. A
-			// pop of a number that is 7 modulo 8 takes values from the back instead (drop).
+			// pop of a number that is 7 modulo 8 takes values from the back instead (drop),
+			// and one that is 6 modulo 8 takes them from the front by DropFirstAt.
 			n := int(op>>1) * 8
 			switch {
 			case op&1 == 0:
 				m.push(n)
 			case op>>1%8 == 7:
 				m.drop(n / 8)
+			case op>>1%8 == 6:
+				m.dropFirst(n / 8)
 			default:
 				m.pop(n)
 			}

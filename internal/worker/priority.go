@@ -210,6 +210,18 @@ func (q *levelQueue[T]) dropLastAt(v T, same func(a, b T) bool) (int64, bool) {
 	return at, ok
 }
 
+// dropFirstAt takes v out if it is the oldest task of its level (same), with its stamp.
+func (q *levelQueue[T]) dropFirstAt(v T, same func(a, b T) bool) (int64, bool) {
+	if q.lv == nil {
+		return q.fifo.DropFirstAt(v, same)
+	}
+	at, ok := q.lv.of(q.lv.level(v)).DropFirstAt(v, same)
+	if ok {
+		q.lv.n--
+	}
+	return at, ok
+}
+
 func (q *levelQueue[T]) PopAt() (T, int64, bool) {
 	if q.lv != nil {
 		return q.lv.pop()

@@ -70,19 +70,29 @@ func (e *Engine[T]) RemoveIf(match func(T) bool) []T {
 // DropPlace takes v's place out of the queue, for a party that claimed v while it was queued
 // and has run it (RunClaimed): a worker would drop the place when it met it, but until then
 // the place takes room in a bounded queue. A submitter blocked on the full queue moves into
-// the room made. Only the newest task is looked at (same tells v's place), so DropPlace
-// takes constant time; a place behind which other tasks were queued stays for a worker.
+// the room made. Only the newest and the oldest task of v's level are looked at (same
+// tells v's place), so DropPlace takes constant time: the newest is where the last function a
+// waiting function queued sits, the oldest where a worker would meet the place next. A place
+// with other tasks queued both before and behind it stays for a worker.
 // It reports whether it took the place out.
 func (e *Engine[T]) DropPlace(v T, same func(a, b T) bool) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	at, ok := e.queue.dropLastAt(v, same)
-	if !ok {
+	at, last := e.queue.dropLastAt(v, same)
+	first := false
+	if !last {
+		at, first = e.queue.dropFirstAt(v, same)
+	}
+	if !last && !first {
 		return false
 	}
 	o, gone := e.claimed(v)
-	if !gone { // not a place after all: the engine still has v
-		e.queue.PushAt(v, at)
+	if !gone { // not a place after all: the engine still has v, where it was
+		if last {
+			e.queue.PushAt(v, at)
+		} else {
+			e.queue.PushFrontAt(v, at)
+		}
 		return false
 	}
 	e.end(o, 1)
