@@ -274,7 +274,10 @@ func (p *Pool) Stats() Stats {
 // counts a sub-pool with tasks queued as the one worker it waits with in p's queue: the
 // tasks queued in the sub-pool itself count in the sub-pool's Waiting. Counting them in p's
 // too would make every submit to a sub-pool take the lock of each pool above it; to see a
-// tree's backlog, add up its pools' Waiting.
+// tree's backlog, add up its pools' Waiting. A bound on p's queue ([WithQueueSize]) bounds
+// the tasks submitted to p: a sub-pool's worker always finds a place in p's queue, also
+// beyond the bound, since the sub-pool accepted its tasks already, so p's Waiting may exceed
+// the bound by the sub-pools' workers waiting there (at most each sub-pool's limit of them).
 func (p *Pool) Sub(maxWorkers int, opts ...Option) *Pool {
 	checkPool(p, "Sub")
 	base := p.core.cfg
