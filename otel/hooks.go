@@ -50,11 +50,13 @@ func Hooks(meter metric.Meter, name string, opts ...Option) (crew.Hooks, error) 
 	if err := errors.Join(err1, err2); err != nil {
 		return crew.Hooks{}, err
 	}
-	set := metric.WithAttributeSet(attrs)
+	// The options are a slice made once: passed one by one, a Record call through the
+	// interface makes a new one each time, which escapes.
+	rec := []metric.RecordOption{metric.WithAttributeSet(attrs)}
 	ctx := context.Background()
 	h := crew.Hooks{
-		Started:  func(ti crew.TaskInfo) { wait.Record(ctx, ti.Wait.Seconds(), set) },
-		Finished: func(ti crew.TaskInfo) { run.Record(ctx, ti.Run.Seconds(), set) },
+		Started:  func(ti crew.TaskInfo) { wait.Record(ctx, ti.Wait.Seconds(), rec...) },
+		Finished: func(ti crew.TaskInfo) { run.Record(ctx, ti.Run.Seconds(), rec...) },
 	}
 	if cfg.tracer != nil {
 		h.Context = spans(cfg.tracer, attrs)
