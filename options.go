@@ -86,6 +86,12 @@ func engineConfig[T any](c config, run func(T)) worker.Config[T] {
 // busy and n tasks waiting, the next submit blocks until one starts, or is rejected with
 // [ErrQueueFull] under [WithNonBlocking]. 0, the default, leaves the queue unbounded. It panics
 // if n is negative.
+//
+// A function that a waiting function ran itself (package documentation, "Waits that help")
+// holds its place in the queue until it has ended. Its place then leaves at once if it is the
+// newest or the oldest of its level; one with tasks queued both before and after it leaves
+// when a worker reaches it, and takes room until then, though [Stats] no longer counts it
+// as waiting.
 func WithQueueSize(n int) Option {
 	if n < 0 {
 		panic(fmt.Sprintf("crew: WithQueueSize: n must be >= 0, got %d", n))
