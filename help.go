@@ -127,7 +127,7 @@ func (h *helper) helpOne() bool {
 // queued t last, or the oldest, next for a worker; a blocked submitter moves into the room
 // (TestAdvLifeAFunctionAWaitRanLeavesNoTaskWaiting, TestLentPlaceAtTheHeadLeavesTheQueue).
 func runLent(p *Pool, t task) {
-	p.core.e.RunClaimed(t)
+	p.core.e.RunClaimed(t, sameTask)
 	if p.core.cfg.queueSize > 0 {
 		p.core.e.DropPlace(t, sameTask)
 	}

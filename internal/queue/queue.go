@@ -179,6 +179,24 @@ func (q *Queue[T]) Pop() (v T, ok bool) {
 	return v, true
 }
 
+// FirstAt returns the stamp kept beside the oldest value if same(it, v) reports true; ok is
+// false otherwise.
+func (q *Queue[T]) FirstAt(v T, same func(a, b T) bool) (at int64, ok bool) {
+	if q.n == 0 || !same(q.head.items[q.first], v) {
+		return 0, false
+	}
+	return q.head.stampOf(q.first), true
+}
+
+// LastAt returns the stamp kept beside the newest value if same(it, v) reports true; ok is
+// false otherwise.
+func (q *Queue[T]) LastAt(v T, same func(a, b T) bool) (at int64, ok bool) {
+	if q.n == 0 || !same(q.tail.items[q.end-1], v) {
+		return 0, false
+	}
+	return q.tail.stampOf(q.end - 1), true
+}
+
 // DropFirstAt removes the oldest value if same(it, v) reports true, and returns the stamp
 // kept beside it; ok is false, and the queue as it was, otherwise.
 func (q *Queue[T]) DropFirstAt(v T, same func(a, b T) bool) (at int64, ok bool) {

@@ -57,6 +57,9 @@ func (m *modelQueue) drop(n int) {
 			continue
 		}
 		last := m.model[len(m.model)-1]
+		if _, ok := m.q.LastAt(last, same); !ok {
+			m.t.Fatalf("LastAt(%d), the newest value, found nothing", last)
+		}
 		if _, ok := m.q.DropLastAt(last, same); !ok {
 			m.t.Fatalf("DropLastAt(%d), the newest value, took nothing", last)
 		}
@@ -80,6 +83,14 @@ func (m *modelQueue) dropFirst(n int) {
 				m.t.Fatal("DropFirstAt took a value from an empty queue")
 			}
 			continue
+		}
+		if _, ok := m.q.FirstAt(m.model[0], same); !ok {
+			m.t.Fatalf("FirstAt(%d), the oldest value, found nothing", m.model[0])
+		}
+		if len(m.model) > 1 {
+			if _, ok := m.q.FirstAt(m.model[1], same); ok {
+				m.t.Fatalf("FirstAt(%d) found the second value", m.model[1])
+			}
 		}
 		if _, ok := m.q.DropFirstAt(m.model[0], same); !ok {
 			m.t.Fatalf("DropFirstAt(%d), the oldest value, took nothing", m.model[0])

@@ -40,7 +40,7 @@ func (e *Engine[T]) Submit(arg T, wait bool, done <-chan struct{}) Result {
 		if e.overflowing() {
 			return e.overflow(arg, done, at) // unlocks
 		}
-		return e.block(arg, done) // unlocks
+		return e.block(arg, done, at) // unlocks
 	}
 	crowded := !s.starts() && e.crowded()
 	if crowded {
@@ -162,10 +162,16 @@ func (e *Engine[T]) crowded() bool {
 // (Lends), no task may start, so it waits for room, looking again every PausePoll and at the
 // engine's Resume, until done is closed: the slot it holds may be the one that would make room.
 func (e *Engine[T]) SubmitOrRun(arg T, done <-chan struct{}) Result {
-	for {
+	var since int64 // the submit time of the first look, which the task keeps through the others
+	for look := 0; ; look++ {
 		at, ok := e.lockToSubmit()
 		if !ok {
 			return Stopped
+		}
+		if look == 0 {
+			since = at
+		} else {
+			at = since
 		}
 		s, ok := e.route(arg, true, at)
 		if ok {
@@ -193,7 +199,7 @@ func (e *Engine[T]) SubmitOrRun(arg T, done <-chan struct{}) Result {
 			continue // paused meanwhile: look again
 		}
 		t := time.NewTimer(PausePoll)
-		r := e.blockHere(arg, done, t.C, e.resumedLocked()) // unlocks
+		r := e.blockHere(arg, done, t.C, e.resumedLocked(), at) // unlocks
 		t.Stop()
 		if r != lookAgain {
 			return r
@@ -208,6 +214,6 @@ const PausePoll = 2 * time.Millisecond
 
 // blockHere is blockUntil for SubmitOrRun: expire, or resumed closing, makes it look again
 // (lookAgain), counted nowhere. It is entered with e.mu held and releases it.
-func (e *Engine[T]) blockHere(arg T, done <-chan struct{}, expire <-chan time.Time, resumed <-chan struct{}) Result {
-	return e.blockWaiter(arg, done, expire, resumed, true)
+func (e *Engine[T]) blockHere(arg T, done <-chan struct{}, expire <-chan time.Time, resumed <-chan struct{}, at int64) Result {
+	return e.blockWaiter(arg, done, expire, resumed, true, at)
 }

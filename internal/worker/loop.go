@@ -145,10 +145,13 @@ func (e *Engine[T]) runUntilPanic(w *worker[T], arg T) int {
 			if where == inTask && e.reports(cur) && !w.inHook() {
 				e.cfg.Goexited(cur)
 			}
+			// Deferred, as the Finished hook may call runtime.Goexit in turn, which ends
+			// this function too: the task is counted and the worker replaced all the same
+			// (TestAdv5ObsGoexitInTaskAndInFinishedHookLeavesThePoolServing).
+			defer e.goexit(w, where == inHandler)
 			if e.timed {
 				e.finished(w, where == inHandler)
 			}
-			e.goexit(w, where == inHandler)
 		}
 	}()
 	v, stack, ok := e.runTasks(w, arg, &cur)

@@ -58,7 +58,7 @@ func (e *Engine[T]) overflow(arg T, done <-chan struct{}, since int64) Result {
 		defer t.Stop()
 		expire = t.C
 	}
-	r := e.blockUntil(arg, done, expire)
+	r := e.blockUntil(arg, done, expire, since)
 	if r == inline {
 		return e.runPaced(arg, since, done)
 	}
@@ -203,8 +203,21 @@ func (e *Engine[T]) runInline(arg T, since int64) bool { return e.runHere(arg, s
 // it was queued (a function that waits for its own work and runs it meanwhile): arg was
 // counted as accepted when it was queued, and counts now as completed or panicked only. Its
 // place in the queue is dropped uncounted when met (Run's Outcome Claimed, Config.Gone).
-// Config.Begin is not asked: the caller's claim decided.
-func (e *Engine[T]) RunClaimed(arg T) { e.runHere(arg, e.now(), true) }
+// Config.Begin is not asked: the caller's claim decided. same tells arg's place (see
+// DropPlace): arg is timed from its submit, the time kept with its place, when the place is
+// the newest or the oldest of its level, as it is when the caller queued arg last or a worker
+// is about to meet it; otherwise, found in constant time or not at all, from now.
+func (e *Engine[T]) RunClaimed(arg T, same func(a, b T) bool) {
+	since := e.now()
+	if e.timed {
+		e.mu.Lock()
+		if at, ok := e.queue.stampAtEnd(arg, same); ok {
+			since = at
+		}
+		e.mu.Unlock()
+	}
+	e.runHere(arg, since, true)
+}
 
 // now returns the current time as a submit's stamp (see stamp), or 0 when the engine does
 // not observe.
@@ -237,16 +250,20 @@ func (e *Engine[T]) runHere(arg T, since int64, claimed bool) bool {
 		if !ended && e.reports(arg) && !w.inHook() {
 			e.cfg.Goexited(arg)
 		}
+		// Deferred, as the Finished hook may call runtime.Goexit, which ends this function
+		// too: the task is counted all the same.
+		defer func() {
+			e.lock()
+			if claimed {
+				e.ranClaimed(o)
+			} else {
+				e.ranHere(o)
+			}
+			e.mu.Unlock()
+		}()
 		if w != nil {
 			e.finished(w, o == Panicked)
 		}
-		e.lock()
-		if claimed {
-			e.ranClaimed(o)
-		} else {
-			e.ranHere(o)
-		}
-		e.mu.Unlock()
 	}()
 	if !claimed {
 		if o = e.ready(arg); o != Completed {

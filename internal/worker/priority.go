@@ -210,6 +210,19 @@ func (q *levelQueue[T]) dropLastAt(v T, same func(a, b T) bool) (int64, bool) {
 	return at, ok
 }
 
+// stampAtEnd returns the stamp of v when it is the newest or the oldest task of its level
+// (same); ok is false otherwise.
+func (q *levelQueue[T]) stampAtEnd(v T, same func(a, b T) bool) (at int64, ok bool) {
+	fifo := &q.fifo
+	if q.lv != nil {
+		fifo = q.lv.of(q.lv.level(v))
+	}
+	if at, ok = fifo.LastAt(v, same); !ok {
+		at, ok = fifo.FirstAt(v, same)
+	}
+	return at, ok
+}
+
 // dropFirstAt takes v out if it is the oldest task of its level (same), with its stamp.
 func (q *levelQueue[T]) dropFirstAt(v T, same func(a, b T) bool) (int64, bool) {
 	if q.lv == nil {

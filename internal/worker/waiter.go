@@ -11,6 +11,7 @@ import (
 // (TestBlockedSubmittersAreServedFirstComeOnePerFreeSlot).
 type waiter[T any] struct {
 	arg        T
+	at         int64       // the submit time for the Observer: see observe.go
 	result     chan Result // buffered: deciding never blocks
 	prev, next *waiter[T]
 	listed     bool
@@ -89,7 +90,7 @@ func getWaiter[T any](bubbled bool) *waiter[T] {
 
 func putWaiter[T any](w *waiter[T], bubbled bool) {
 	var zero T
-	w.arg, w.here = zero, false
+	w.arg, w.at, w.here = zero, 0, false
 	if !bubbled && !inBubble() {
 		waiters.Put(w)
 	}
@@ -124,7 +125,7 @@ func (e *Engine[T]) admitBlocked(room int) {
 		if b == nil {
 			return
 		}
-		e.queue.PushAt(b.arg, e.stampNow())
+		e.queue.PushAt(b.arg, b.at) // timed from its submit, not from now
 		e.accept()
 		b.decide(Accepted)
 	}
@@ -143,20 +144,21 @@ func (e *Engine[T]) expire(w *waiter[T]) Result {
 }
 
 // block parks the calling submitter until its task is accepted, the engine stops or done is
-// closed. It is entered with e.mu held and releases it.
-func (e *Engine[T]) block(arg T, done <-chan struct{}) Result {
-	return e.blockUntil(arg, done, nil)
+// closed; at is the submit's time, which the task keeps when it is queued. It is entered
+// with e.mu held and releases it.
+func (e *Engine[T]) block(arg T, done <-chan struct{}, at int64) Result {
+	return e.blockUntil(arg, done, nil, at)
 }
 
 // blockUntil is block that also gives up when expire (nil: never) fires; see expired.
-func (e *Engine[T]) blockUntil(arg T, done <-chan struct{}, expire <-chan time.Time) Result {
-	return e.blockWaiter(arg, done, expire, nil, false)
+func (e *Engine[T]) blockUntil(arg T, done <-chan struct{}, expire <-chan time.Time, at int64) Result {
+	return e.blockWaiter(arg, done, expire, nil, false, at)
 }
 
 // blockWaiter is blockUntil, for SubmitOrRun with here set (see blockHere).
-func (e *Engine[T]) blockWaiter(arg T, done <-chan struct{}, expire <-chan time.Time, resumed <-chan struct{}, here bool) Result {
+func (e *Engine[T]) blockWaiter(arg T, done <-chan struct{}, expire <-chan time.Time, resumed <-chan struct{}, here bool, at int64) Result {
 	w := getWaiter[T](e.bubbled)
-	w.arg, w.here = arg, here
+	w.arg, w.at, w.here = arg, at, here
 	e.blocked.push(w)
 	e.mu.Unlock()
 
