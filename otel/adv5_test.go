@@ -17,46 +17,26 @@ import (
 	"time"
 
 	"github.com/crewgo/crew"
+	"github.com/crewgo/crew/internal/crewtest"
 	"github.com/crewgo/crew/internal/racetest"
 	crewotel "github.com/crewgo/crew/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 )
 
-// adv5Wait polls src until ok holds, failing t after 10 s.
-func adv5Wait(t *testing.T, src crewotel.StatsSource, what string, ok func(crew.Stats) bool) {
+// adv5Collect collects through r, failing t on an error.
+func adv5Collect(t *testing.T, r sdkmetric.Reader) advCollection {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		s := src.Stats()
-		if ok(s) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s; last Stats %+v", what, s)
-		}
-		time.Sleep(time.Millisecond)
+	c, err := advCollect(r)
+	if err != nil {
+		t.Fatal(err)
 	}
-}
-
-// adv5Recv waits for ch, failing t after 10 s.
-func adv5Recv(t *testing.T, what string, ch <-chan struct{}) {
-	t.Helper()
-	select {
-	case <-ch:
-	case <-time.After(10 * time.Second):
-		t.Fatalf("timed out after 10 s waiting for %s", what)
-	}
-}
-
-// adv5Blocker returns a task that signals started and waits for release.
-func adv5Blocker() (task func(), started, release chan struct{}) {
-	started, release = make(chan struct{}), make(chan struct{})
-	return func() { started <- struct{}{}; <-release }, started, release
+	return c
 }
 
 // adv5Want fails t unless pool's data points in c are exactly want, by instrument name.
@@ -89,6 +69,55 @@ func adv5SpanHooks(t *testing.T, name string, tp trace.TracerProvider) crew.Hook
 	return h
 }
 
+// adv5TracedPool returns a pool of limit workers made with opts and crewotel's hooks for
+// pool name with spans, stopped when t ends; the recorder of its spans; and a context holding
+// an open span named "request", which the caller ends.
+func adv5TracedPool(t *testing.T, name string, limit int, opts ...crew.Option) (*crew.Pool, *tracetest.SpanRecorder, context.Context, trace.Span) {
+	t.Helper()
+	tp, rec := adv5Tracing(t)
+	p := crew.New(limit, append(opts, crew.WithHooks(adv5SpanHooks(t, name, tp)))...)
+	t.Cleanup(p.StopAndWait)
+	ctx, request := tp.Tracer("test").Start(context.Background(), "request")
+	return p, rec, ctx, request
+}
+
+// adv5ObservedWithSpans returns a pool of limit workers made with opts and crewotel's Hooks
+// with spans from tp, observed under name through the hooks' meter and stopped when t ends,
+// and the reader that collects its metrics and the hooks' histograms.
+func adv5ObservedWithSpans(t *testing.T, name string, tp trace.TracerProvider, limit int, opts ...crew.Option) (*crew.Pool, *sdkmetric.ManualReader) {
+	t.Helper()
+	meter, r := newMeter(t)
+	hooks, err := crewotel.Hooks(meter, name, crewotel.WithSpans(tp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := crew.New(limit, append(opts, crew.WithHooks(hooks))...)
+	t.Cleanup(p.StopAndWait)
+	adv5Observe(t, meter, name, p)
+	return p, r
+}
+
+// adv5WantHookCounts fails t unless both histograms crewotel's Hooks recorded for pool in c
+// count n tasks, what those are.
+func adv5WantHookCounts(t *testing.T, c advCollection, pool string, n uint64, what string) {
+	t.Helper()
+	for _, hn := range advHists {
+		if dp := c.expl[point{hn.name, "pool=" + pool}]; dp.Count != n {
+			t.Errorf("hooks' %s counts %d, want %s", hn.name, dp.Count, what)
+		}
+	}
+}
+
+// adv5Observe observes src under name through meter until t ends.
+func adv5Observe(t *testing.T, meter metric.Meter, name string, src crewotel.StatsSource) {
+	t.Helper()
+	reg, err := crewotel.Observe(meter, name, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = reg.Unregister() })
+}
+
 // adv5TaskSpans returns the ended crew.task spans of rec.
 func adv5TaskSpans(rec *tracetest.SpanRecorder) []sdktrace.ReadOnlySpan {
 	var out []sdktrace.ReadOnlySpan
@@ -100,133 +129,26 @@ func adv5TaskSpans(rec *tracetest.SpanRecorder) []sdktrace.ReadOnlySpan {
 	return out
 }
 
-// TestAdv5OtelEveryFieldReadsBackKnownTrafficWithPanicNilAndGoexit: after traffic counted by
-// hand (a task DiscardOldest dropped, a TrySubmit refused on a full queue, a submit with an
-// ended context, a function skipped because its context ended while queued, a canceled
-// future, tasks that panic(nil), panic and call runtime.Goexit, caller-run tasks of which one
-// calls runtime.Goexit, a paused backlog that StopNow returns), every data point of two pools
-// observed through one meter reads back the hand-counted value, and the Histograms producer
-// counts the tasks that started and finished.
+// TestAdv5OtelEveryFieldReadsBackKnownTrafficWithPanicNilAndGoexit: after the traffic of
+// crewtest.Losses, counted by hand (a task DiscardOldest dropped, a TrySubmit refused on a full
+// queue, a submit with an ended context, a function skipped because its context ended while
+// queued, a canceled future, tasks that panic(nil), panic and call runtime.Goexit, caller-run
+// tasks of which one calls runtime.Goexit, a paused backlog that StopNow returns), every data
+// point of two pools observed through one meter reads back the hand-counted value, and the
+// Histograms producer counts the tasks that started and finished.
 func TestAdv5OtelEveryFieldReadsBackKnownTrafficWithPanicNilAndGoexit(t *testing.T) {
-	var panics atomic.Int64
-	dropped := make(chan func(), 4)
-	p := crew.New(1, crew.WithQueueSize(1), crew.WithOverflow(crew.DiscardOldest), crew.WithLatencyHistograms(),
-		crew.WithPanicHandler(func(any, []byte) { panics.Add(1) }),
-		crew.WithDiscardHandler(func(v any) { dropped <- v.(func()) }))
-	defer p.StopAndWait()
-	q := crew.New(1, crew.WithQueueSize(1), crew.WithOverflow(crew.CallerRuns), crew.WithLatencyHistograms(),
-		crew.WithPanicHandler(func(any, []byte) { panics.Add(1) }))
-	defer q.StopAndWait()
+	l := crewtest.NewLosses(t)
+	p, q := l.Dropping, l.CallerRuns
 	r := sdkmetric.NewManualReader(sdkmetric.WithProducer(crewotel.Histograms("dis", p)),
 		sdkmetric.WithProducer(crewotel.Histograms("cr", q)))
 	meter := advMeterProvider(t, r)
 	for name, src := range map[string]*crew.Pool{"dis": p, "cr": q} {
-		reg, err := crewotel.Observe(meter, name, src)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer reg.Unregister()
+		adv5Observe(t, meter, name, src)
 	}
-
-	count := func() {}
-	b1, started, release := adv5Blocker()
-	if err := p.Submit(b1); err != nil {
-		t.Fatal(err)
-	}
-	adv5Recv(t, "the first blocker", started)
-	for range 2 { // the second drops the first
-		if err := p.Submit(count); err != nil {
-			t.Fatal(err)
-		}
-	}
-	select {
-	case <-dropped:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the discard handler never got the oldest task")
-	}
-	if p.TrySubmit(count) {
-		t.Fatal("TrySubmit accepted on a full queue")
-	}
-	done, cancel := context.WithCancel(context.Background())
-	cancel()
-	if err := p.SubmitContext(done, count); err == nil {
-		t.Fatal("SubmitContext with an ended context accepted")
-	}
-	release <- struct{}{}
-	adv5Wait(t, p, "b1 and B", func(s crew.Stats) bool { return s.Completed == 2 })
-
-	b2, started, release := adv5Blocker()
-	if err := p.Submit(b2); err != nil {
-		t.Fatal(err)
-	}
-	adv5Recv(t, "the second blocker", started)
-	ctx, cancelQueued := context.WithCancel(context.Background())
-	skipped := crew.GoContext(ctx, p, func(context.Context) (int, error) { return 0, nil })
-	cancelQueued()
-	release <- struct{}{}
-	if _, err := skipped.Wait(); err == nil {
-		t.Fatal("a function whose context ended while queued returned nil")
-	}
-	b3, started, release := adv5Blocker()
-	if err := p.Submit(b3); err != nil {
-		t.Fatal(err)
-	}
-	adv5Recv(t, "the third blocker", started)
-	f := crew.GoContext(context.Background(), p, func(context.Context) (int, error) { return 0, nil })
-	if !f.Cancel() {
-		t.Fatal("Cancel of a queued function reported false")
-	}
-	release <- struct{}{}
-	for _, task := range []func(){
-		func() { panic(nil) },
-		func() { panic("adv5: planned") },
-		func() { runtime.Goexit() },
-	} {
-		if err := p.Submit(task); err != nil {
-			t.Fatal(err)
-		}
-		p.Wait()
-	}
-	adv5Wait(t, p, "the skips and the mix", func(s crew.Stats) bool {
-		return s.Skipped == 2 && s.Completed+s.Panicked == 7 && s.Running == 0 && s.Waiting == 0
+	l.Run(t, func() {
+		adv5Want(t, adv5Collect(t, r), "dis", map[string]int64{"crew.pool.paused": 1, "crew.tasks.waiting": 1, "crew.tasks.running": 0})
 	})
-
-	b4, started, release := adv5Blocker()
-	if err := q.Submit(b4); err != nil {
-		t.Fatal(err)
-	}
-	adv5Recv(t, "q's blocker", started)
-	for range 2 { // X queued, Y run by the caller
-		if err := q.Submit(count); err != nil {
-			t.Fatal(err)
-		}
-	}
-	goexited := make(chan struct{})
-	go func() {
-		defer close(goexited)
-		_ = q.Submit(func() { runtime.Goexit() })
-		t.Error("a caller-run task's runtime.Goexit did not end its submitter")
-	}()
-	adv5Recv(t, "the caller-run Goexit", goexited)
-	release <- struct{}{}
-	q.Wait()
-
-	p.Pause()
-	if err := p.Submit(count); err != nil {
-		t.Fatal(err)
-	}
-	c, err := advCollect(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	adv5Want(t, c, "dis", map[string]int64{"crew.pool.paused": 1, "crew.tasks.waiting": 1, "crew.tasks.running": 0})
-	if back := p.StopNow(); len(back) != 1 {
-		t.Fatalf("StopNow returned %d tasks, want the paused one", len(back))
-	}
-	c, err = advCollect(r)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := adv5Collect(t, r)
 	adv5Want(t, c, "dis", map[string]int64{
 		"crew.workers.max": 1, "crew.tasks.running": 0, "crew.tasks.waiting": 0,
 		"crew.tasks.accepted": 11, "crew.tasks.completed": 5, "crew.tasks.panicked": 2,
@@ -252,7 +174,7 @@ func TestAdv5OtelEveryFieldReadsBackKnownTrafficWithPanicNilAndGoexit(t *testing
 	if err := advMatches(c, "cr", q.Stats(), true); err != nil {
 		t.Error(err)
 	}
-	if got := panics.Load(); got != 2 {
+	if got := l.Panics.Load(); got != 2 {
 		t.Errorf("the panic handler got %d panics, want 2", got)
 	}
 }
@@ -262,30 +184,11 @@ func TestAdv5OtelEveryFieldReadsBackKnownTrafficWithPanicNilAndGoexit(t *testing
 // a multiple of n, and the counters stay exact.
 func TestAdv5OtelSampledHistogramsCountInMultiplesOfN(t *testing.T) {
 	const n = 8
-	tasks := 800
-	if testing.Short() {
-		tasks = 200
-	}
-	p := crew.New(2, crew.WithLatencyHistograms(), crew.WithLatencySample(n), crew.WithPanicHandler(func(any, []byte) {}))
-	defer p.StopAndWait()
+	tasks := crewtest.Scale(800, 200)
+	p := crewtest.SampledPool(t, n)
 	r := exportAll(t, "sampled", p)
-	for i := range tasks {
-		task := func() {}
-		switch i % 4 {
-		case 1:
-			task = func() { panic(nil) }
-		case 2:
-			task = func() { runtime.Goexit() }
-		}
-		if err := p.Submit(task); err != nil {
-			t.Fatal(err)
-		}
-	}
-	p.Wait()
-	c, err := advCollect(r)
-	if err != nil {
-		t.Fatal(err)
-	}
+	crewtest.SubmitMix(t, p, tasks)
+	c := adv5Collect(t, r)
 	if err := advMatches(c, "sampled", p.Stats(), true); err != nil {
 		t.Fatal(err)
 	}
@@ -336,11 +239,7 @@ func TestAdv5OtelHooksDisableSamplingAndCountEveryTaskOnce(t *testing.T) {
 		p.Wait()
 	}
 	// One caller-run task and one function skipped because its context ended while queued.
-	block, started, release := adv5Blocker()
-	if err := p.Submit(block); err != nil {
-		t.Fatal(err)
-	}
-	adv5Recv(t, "the blocker", started)
+	release := crewtest.Hold(t, "the blocker", p.Submit)
 	ctx, cancel := context.WithCancel(context.Background())
 	skipped := crew.GoContext(ctx, p, func(context.Context) (int, error) { return 0, nil })
 	cancel()
@@ -349,7 +248,7 @@ func TestAdv5OtelHooksDisableSamplingAndCountEveryTaskOnce(t *testing.T) {
 	}
 	release <- struct{}{}
 	_, _ = skipped.Wait()
-	adv5Wait(t, p, "the skip", func(s crew.Stats) bool { return s.Skipped == 1 && s.Running == 0 && s.Waiting == 0 })
+	crewtest.Await(t, p, "the skip", func(s crew.Stats) bool { return s.Skipped == 1 && s.Running == 0 && s.Waiting == 0 })
 	const ran = plain + 2 // the blocker and the caller-run one
 	s := p.Stats()
 	if s.CallerRan != 1 || s.Completed+s.Panicked != ran {
@@ -359,10 +258,7 @@ func TestAdv5OtelHooksDisableSamplingAndCountEveryTaskOnce(t *testing.T) {
 		t.Errorf("the pool's histograms count %d waits and %d runs, want %d each (no sampling with hooks)",
 			s.WaitTime.Count, s.RunTime.Count, ran)
 	}
-	c, err := advCollect(r)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := adv5Collect(t, r)
 	for _, hn := range advHists {
 		dp, ok := c.expl[point{hn.name, "pool=hooked"}]
 		if !ok {
@@ -386,23 +282,17 @@ func TestAdv5OtelHooksDisableSamplingAndCountEveryTaskOnce(t *testing.T) {
 }
 
 // TestAdv5OtelCollectionsDuringStormsNeverGoBack collects a pool with sampled histograms, its
-// sub-pool and a Keyed on it, from two goroutines through two readers, while submitters put
-// on them tasks that return, panic(nil) and call runtime.Goexit and another goroutine pauses,
-// resumes and resizes them, then StopNow ends the pool mid-storm: every collection succeeds
-// and is consistent, sampled counts stay multiples of n, no counter goes backwards, and the
-// final collection equals the stopped pools' Stats.
+// sub-pool and a Keyed on it (a crewtest.Storm), from two goroutines through two readers, while
+// submitters put on them tasks that return, panic(nil) and call runtime.Goexit and another
+// goroutine pauses, resumes and resizes them, then StopNow ends the pool mid-storm: every
+// collection succeeds and is consistent, sampled counts stay multiples of n, no counter goes
+// backwards, and the final collection equals the stopped pools' Stats.
 func TestAdv5OtelCollectionsDuringStormsNeverGoBack(t *testing.T) {
 	const n = 4
-	rounds := 300
-	if testing.Short() {
-		rounds = 100
-	}
-	root := crew.New(3, crew.WithQueueSize(8), crew.WithOverflow(crew.DiscardOldest), crew.WithLatencyHistograms(),
-		crew.WithLatencySample(n), crew.WithPanicHandler(func(any, []byte) {}))
-	defer root.StopAndWait()
-	sub := root.Sub(2, crew.WithQueueSize(2), crew.WithNonBlocking(), crew.WithLatencyHistograms(), crew.WithLatencySample(n))
-	keyed := crew.NewKeyed[int](root, crew.WithQueueSize(4), crew.WithNonBlocking())
-	srcs := map[string]crewotel.StatsSource{"root": root, "sub": sub, "keyed": keyed}
+	rounds := crewtest.Scale(300, 100)
+	st := crewtest.NewStorm(t, n)
+	root, sub := st.Root, st.Sub
+	srcs := map[string]crewotel.StatsSource{"root": root, "sub": sub, "keyed": st.Keyed}
 	var readers []*sdkmetric.ManualReader
 	for range 2 {
 		readers = append(readers, sdkmetric.NewManualReader(sdkmetric.WithProducer(crewotel.Histograms("root", root)),
@@ -410,11 +300,7 @@ func TestAdv5OtelCollectionsDuringStormsNeverGoBack(t *testing.T) {
 	}
 	meter := advMeterProvider(t, readers[0], readers[1])
 	for name, src := range srcs {
-		reg, err := crewotel.Observe(meter, name, src)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer reg.Unregister()
+		adv5Observe(t, meter, name, src)
 	}
 	check := func(prev, cur advCollection) error {
 		for name := range srcs {
@@ -429,100 +315,22 @@ func TestAdv5OtelCollectionsDuringStormsNeverGoBack(t *testing.T) {
 		}
 		return nil
 	}
-	task := func(i int) func() {
-		return func() {
-			switch i % 4 {
-			case 1:
-				panic(nil)
-			case 2:
-				runtime.Goexit()
+	stop := crewtest.Watch(t, len(readers), 20, func(i int) func() error {
+		var prev advCollection
+		return func() error {
+			cur, err := advCollect(readers[i])
+			if err == nil {
+				err = check(prev, cur)
 			}
+			prev = cur
+			return err
 		}
-	}
-	var collections atomic.Int64
-	stop := make(chan struct{})
-	errs := make(chan error, 2)
-	var wg sync.WaitGroup
+	})
+	st.Run(rounds)
+	crewtest.Await(t, root, "the stopped pool to drain", func(s crew.Stats) bool { return s.Running == 0 && s.Waiting == 0 })
+	stop()
 	for _, r := range readers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var prev advCollection
-			for {
-				cur, err := advCollect(r)
-				if err == nil {
-					err = check(prev, cur)
-				}
-				if err != nil {
-					errs <- err
-					return
-				}
-				collections.Add(1)
-				prev = cur
-				select {
-				case <-stop:
-					return
-				default:
-					runtime.Gosched()
-				}
-			}
-		}()
-	}
-	var storm sync.WaitGroup
-	for g := range 3 {
-		storm.Add(1)
-		go func() {
-			defer storm.Done()
-			for i := range rounds {
-				switch g {
-				case 0:
-					_ = root.Submit(task(i))
-				case 1:
-					_ = sub.TrySubmit(task(i))
-				case 2:
-					_ = keyed.TrySubmit(i%3, task(i))
-				}
-				if i%16 == 0 {
-					runtime.Gosched()
-				}
-			}
-		}()
-	}
-	storm.Add(1)
-	go func() {
-		defer storm.Done()
-		for i := range rounds / 10 {
-			root.Pause()
-			root.Resize(1 + i%3)
-			sub.Pause()
-			root.Resume()
-			sub.Resize(1 + i%2)
-			sub.Resume()
-			runtime.Gosched()
-		}
-	}()
-	storm.Wait()
-	root.StopNow()
-	adv5Wait(t, root, "the stopped pool to drain", func(s crew.Stats) bool { return s.Running == 0 && s.Waiting == 0 })
-	for collections.Load() < 20 {
-		select {
-		case err := <-errs:
-			t.Fatal(err)
-		default:
-		}
-		runtime.Gosched()
-	}
-	close(stop)
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
-	for _, r := range readers {
-		c, err := advCollect(r)
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := adv5Collect(t, r)
 		for name, src := range srcs {
 			s := src.Stats()
 			if s.WaitTime != nil && s.WaitTime.Count != s.RunTime.Count {
@@ -538,60 +346,18 @@ func TestAdv5OtelCollectionsDuringStormsNeverGoBack(t *testing.T) {
 	}
 }
 
-// TestAdv5OtelKeyedStatsReportEveryLoss observes a Keyed's own Stats and checks, after known
-// traffic, its accepted, rejected, canceled, completed, panicked (panic(nil)) and returned
-// (StopNow on the pool) tasks and the pool's limit and pause.
+// TestAdv5OtelKeyedStatsReportEveryLoss observes a Keyed's own Stats and checks, after the
+// known traffic of crewtest.KeyedLosses, its accepted, rejected, canceled, completed, panicked
+// (panic(nil)) and returned (StopNow on the pool) tasks and the pool's limit and pause.
 func TestAdv5OtelKeyedStatsReportEveryLoss(t *testing.T) {
-	p := crew.New(1, crew.WithPanicHandler(func(any, []byte) {}))
-	defer p.StopAndWait()
-	k := crew.NewKeyed[string](p, crew.WithQueueSize(2), crew.WithNonBlocking())
+	l := crewtest.NewKeyedLosses(t)
+	k := l.Keyed
 	meter, r := newMeter(t)
-	reg, err := crewotel.Observe(meter, "keyed", k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer reg.Unregister()
-
-	block, started, release := adv5Blocker()
-	if err := k.Submit("a", block); err != nil {
-		t.Fatal(err)
-	}
-	adv5Recv(t, "the keyed blocker", started)
-	if err := k.Submit("a", func() { panic(nil) }); err != nil {
-		t.Fatal(err)
-	}
-	if err := k.Submit("b", func() { runtime.Goexit() }); err != nil {
-		t.Fatal(err)
-	}
-	if k.TrySubmit("c", func() {}) {
-		t.Fatal("TrySubmit accepted on a full keyed queue")
-	}
-	done, cancel := context.WithCancel(context.Background())
-	cancel()
-	if err := k.SubmitContext(done, "d", func() {}); err == nil {
-		t.Fatal("SubmitContext with an ended context accepted")
-	}
-	release <- struct{}{}
-	advWithin(t, 10*time.Second, "Keyed.Wait", k.Wait)
-	p.Pause()
-	for _, key := range []string{"x", "x"} {
-		if err := k.Submit(key, func() {}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	c, err := advCollect(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	adv5Want(t, c, "keyed", map[string]int64{"crew.pool.paused": 1, "crew.tasks.waiting": 2, "crew.workers.max": 1})
-	if back := p.StopNow(); len(back) != 2 {
-		t.Fatalf("StopNow returned %d tasks, want the 2 keyed ones", len(back))
-	}
-	adv5Wait(t, k, "the keyed tasks to be returned", func(s crew.Stats) bool { return s.Waiting == 0 })
-	c, err = advCollect(r)
-	if err != nil {
-		t.Fatal(err)
-	}
+	adv5Observe(t, meter, "keyed", k)
+	l.Run(t, func() {
+		adv5Want(t, adv5Collect(t, r), "keyed", map[string]int64{"crew.pool.paused": 1, "crew.tasks.waiting": 2, "crew.workers.max": 1})
+	})
+	c := adv5Collect(t, r)
 	adv5Want(t, c, "keyed", map[string]int64{
 		"crew.tasks.accepted": 5, "crew.tasks.completed": 2, "crew.tasks.panicked": 1,
 		"crew.tasks.rejected": 1, "crew.tasks.canceled": 1, "crew.tasks.returned": 2,
@@ -607,22 +373,11 @@ func TestAdv5OtelKeyedStatsReportEveryLoss(t *testing.T) {
 // the same cumulative histograms collection after collection, with one start time and a
 // collection time that never goes back.
 func TestAdv5OtelHistogramsOfAStoppedPoolStayCumulative(t *testing.T) {
-	p := crew.New(2, crew.WithLatencyHistograms(), crew.WithPanicHandler(func(any, []byte) {}))
+	p := crewtest.StoppedPool(t)
 	r := exportAll(t, "stopped", p)
-	for i := range 10 {
-		_ = p.Submit(func() {
-			if i%3 == 0 {
-				panic(nil)
-			}
-		})
-	}
-	p.StopAndWait()
 	var first advCollection
 	for i := range 3 {
-		c, err := advCollect(r)
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := adv5Collect(t, r)
 		if err := advMatches(c, "stopped", p.Stats(), true); err != nil {
 			t.Fatal(err)
 		}
@@ -647,10 +402,7 @@ func TestAdv5OtelHistogramsOfAStoppedPoolStayCumulative(t *testing.T) {
 // with status Error and the failure recorded on it; a function that returns nil gets status
 // Unset. The spans have ended by the time the group's or future's Wait returns.
 func TestAdv5OtelSpanEndsWithErrorForPanicNilAndGoexit(t *testing.T) {
-	tp, rec := adv5Tracing(t)
-	p := crew.New(2, crew.WithHooks(adv5SpanHooks(t, "traced", tp)))
-	defer p.StopAndWait()
-	ctx, request := tp.Tracer("test").Start(context.Background(), "request")
+	p, rec, ctx, request := adv5TracedPool(t, "traced", 2)
 	defer request.End()
 
 	g, _ := p.GroupAll(ctx)
@@ -703,10 +455,7 @@ func TestAdv5OtelSpanEndsWithErrorForPanicNilAndGoexit(t *testing.T) {
 // child of the crew.task span of the function that made its group, every span ends, and the
 // limit of one holds.
 func TestAdv5OtelSpansOfFunctionsRunByAWaitThatHelps(t *testing.T) {
-	tp, rec := adv5Tracing(t)
-	p := crew.New(1, crew.WithQueueSize(1), crew.WithHooks(adv5SpanHooks(t, "nested", tp)))
-	defer p.StopAndWait()
-	ctx, request := tp.Tracer("test").Start(context.Background(), "request")
+	p, rec, ctx, request := adv5TracedPool(t, "nested", 1, crew.WithQueueSize(1))
 	var running, most atomic.Int64
 	enter := func() func() {
 		n := running.Add(1)
@@ -785,15 +534,8 @@ func TestAdv5OtelSpansOfFunctionsRunByAWaitThatHelps(t *testing.T) {
 // submitter gets a crew.task span, a child of the span in the context it was given with, and
 // that span is in the context it receives.
 func TestAdv5OtelSpanOfACallerRunFunction(t *testing.T) {
-	tp, rec := adv5Tracing(t)
-	p := crew.New(1, crew.WithQueueSize(1), crew.WithOverflow(crew.CallerRuns), crew.WithHooks(adv5SpanHooks(t, "cr", tp)))
-	defer p.StopAndWait()
-	ctx, request := tp.Tracer("test").Start(context.Background(), "request")
-	block, started, release := adv5Blocker()
-	if err := p.Submit(block); err != nil {
-		t.Fatal(err)
-	}
-	adv5Recv(t, "the blocker", started)
+	p, rec, ctx, request := adv5TracedPool(t, "cr", 1, crew.WithQueueSize(1), crew.WithOverflow(crew.CallerRuns))
+	release := crewtest.Hold(t, "the blocker", p.Submit)
 	if err := p.Submit(func() {}); err != nil { // fills the queue
 		t.Fatal(err)
 	}
@@ -826,10 +568,7 @@ func TestAdv5OtelSpanOfACallerRunFunction(t *testing.T) {
 // TestAdv5OtelSpanUnderATaskTimeout: under WithTaskTimeout the context a function receives
 // holds both its crew.task span and the task's deadline, whose cause is ErrTaskTimeout.
 func TestAdv5OtelSpanUnderATaskTimeout(t *testing.T) {
-	tp, rec := adv5Tracing(t)
-	p := crew.New(1, crew.WithTaskTimeout(20*time.Millisecond), crew.WithHooks(adv5SpanHooks(t, "timed", tp)))
-	defer p.StopAndWait()
-	ctx, request := tp.Tracer("test").Start(context.Background(), "request")
+	p, rec, ctx, request := adv5TracedPool(t, "timed", 1, crew.WithTaskTimeout(20*time.Millisecond))
 	var span trace.SpanContext
 	var deadline bool
 	var cause error
@@ -957,10 +696,7 @@ func TestAdv5OtelTwoSpanHooksNestAndBothEnd(t *testing.T) {
 // calls in flight and waits for them, so when the range statement ends every crew.task span
 // started for it has ended too, and the functions never started (skipped) got none.
 func TestAdv5OtelSpansEndBeforeABrokenMapSeqLoopEnds(t *testing.T) {
-	tp, rec := adv5Tracing(t)
-	p := crew.New(3, crew.WithHooks(adv5SpanHooks(t, "seq", tp)))
-	defer p.StopAndWait()
-	ctx, request := tp.Tracer("test").Start(context.Background(), "request")
+	p, rec, ctx, request := adv5TracedPool(t, "seq", 3)
 	defer request.End()
 	var ran atomic.Int64
 	in := func(yield func(int) bool) {
@@ -1004,10 +740,7 @@ func TestAdv5OtelCancelRacingTheStartDecidesTheSpan(t *testing.T) {
 	tp, rec := adv5Tracing(t)
 	p := crew.New(4, crew.WithHooks(adv5SpanHooks(t, "race", tp)))
 	defer p.StopAndWait()
-	rounds := 20
-	if testing.Short() {
-		rounds = 5
-	}
+	rounds := crewtest.Scale(20, 5)
 	var ran, canceled, given atomic.Int64
 	for range rounds {
 		p.Pause()
@@ -1047,18 +780,7 @@ func TestAdv5OtelCancelRacingTheStartDecidesTheSpan(t *testing.T) {
 // one's span ends with status Error.
 func TestAdv5OtelShutdownThatGivesUpSpansOnlyWhatRan(t *testing.T) {
 	tp, rec := adv5Tracing(t)
-	meter, r := newMeter(t)
-	hooks, err := crewotel.Hooks(meter, "shut", crewotel.WithSpans(tp))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := crew.New(1, crew.WithHooks(hooks))
-	defer p.StopAndWait()
-	reg, err := crewotel.Observe(meter, "shut", p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer reg.Unregister()
+	p, r := adv5ObservedWithSpans(t, "shut", tp, 1)
 	g, _ := p.GroupAll(context.Background())
 	started := make(chan struct{})
 	var cause error
@@ -1068,7 +790,7 @@ func TestAdv5OtelShutdownThatGivesUpSpansOnlyWhatRan(t *testing.T) {
 		cause = context.Cause(ctx)
 		return ctx.Err()
 	})
-	adv5Recv(t, "the running function", started)
+	crewtest.Recv(t, "the running function", started)
 	var ran atomic.Int64
 	for range 3 {
 		g.Go(func(context.Context) error { ran.Add(1); return nil })
@@ -1090,17 +812,10 @@ func TestAdv5OtelShutdownThatGivesUpSpansOnlyWhatRan(t *testing.T) {
 	if len(spans) != 1 || len(rec.Started()) != 1 || spans[0].Status().Code != codes.Error {
 		t.Fatalf("%d crew.task spans ended, %d started; want the running one's only, with status Error", len(spans), len(rec.Started()))
 	}
-	c, err := advCollect(r)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := adv5Collect(t, r)
 	adv5Want(t, c, "shut", map[string]int64{"crew.tasks.accepted": 4, "crew.tasks.completed": 1, "crew.tasks.skipped": 3,
 		"crew.tasks.running": 0, "crew.tasks.waiting": 0})
-	for _, hn := range advHists {
-		if dp := c.expl[point{hn.name, "pool=shut"}]; dp.Count != 1 {
-			t.Errorf("hooks' %s counts %d, want the one function that ran", hn.name, dp.Count)
-		}
-	}
+	adv5WantHookCounts(t, c, "shut", 1, "the one function that ran")
 }
 
 // TestAdv5OtelSpansOfHelpedFunctionsThatPanicNilOrGoexit: on New(1) a function's group wait
@@ -1110,10 +825,7 @@ func TestAdv5OtelShutdownThatGivesUpSpansOnlyWhatRan(t *testing.T) {
 // function whose group it belongs to, with status Error for the panic, for the Goexit and
 // for the function the Goexit ended, and the outer group's Wait returns.
 func TestAdv5OtelSpansOfHelpedFunctionsThatPanicNilOrGoexit(t *testing.T) {
-	tp, rec := adv5Tracing(t)
-	p := crew.New(1, crew.WithHooks(adv5SpanHooks(t, "lent", tp)))
-	defer p.StopAndWait()
-	ctx, request := tp.Tracer("test").Start(context.Background(), "request")
+	p, rec, ctx, request := adv5TracedPool(t, "lent", 1)
 	var innerPanicErr error
 	var afterGoexit atomic.Bool
 	var outerErr error
@@ -1244,23 +956,8 @@ func TestAdv5OtelSpansCarryThePoolsAttributesThroughEveryDoor(t *testing.T) {
 // crew.task span and no hook record, and Observe reports them as discarded.
 func TestAdv5OtelDiscardedFunctionsGetNoSpanAndCountAsDiscarded(t *testing.T) {
 	tp, rec := adv5Tracing(t)
-	meter, r := newMeter(t)
-	hooks, err := crewotel.Hooks(meter, "drop", crewotel.WithSpans(tp))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := crew.New(1, crew.WithQueueSize(1), crew.WithOverflow(crew.DiscardOldest), crew.WithHooks(hooks))
-	defer p.StopAndWait()
-	reg, err := crewotel.Observe(meter, "drop", p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer reg.Unregister()
-	block, started, release := adv5Blocker()
-	if err := p.Submit(block); err != nil {
-		t.Fatal(err)
-	}
-	adv5Recv(t, "the blocker", started)
+	p, r := adv5ObservedWithSpans(t, "drop", tp, 1, crew.WithQueueSize(1), crew.WithOverflow(crew.DiscardOldest))
+	release := crewtest.Hold(t, "the blocker", p.Submit)
 	var ran atomic.Int64
 	f := crew.GoContext(context.Background(), p, func(context.Context) (int, error) { ran.Add(1); return 0, nil })
 	g, _ := p.GroupAll(context.Background())
@@ -1283,17 +980,10 @@ func TestAdv5OtelDiscardedFunctionsGetNoSpanAndCountAsDiscarded(t *testing.T) {
 	if n := len(rec.Started()); n != 0 {
 		t.Errorf("%d spans started for dropped functions", n)
 	}
-	c, err := advCollect(r)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := adv5Collect(t, r)
 	adv5Want(t, c, "drop", map[string]int64{"crew.tasks.accepted": 4, "crew.tasks.discarded": 2, "crew.tasks.completed": 2,
 		"crew.tasks.running": 0, "crew.tasks.waiting": 0})
-	for _, hn := range advHists {
-		if dp := c.expl[point{hn.name, "pool=drop"}]; dp.Count != 2 {
-			t.Errorf("hooks' %s counts %d, want the 2 tasks that ran", hn.name, dp.Count)
-		}
-	}
+	adv5WantHookCounts(t, c, "drop", 2, "the 2 tasks that ran")
 }
 
 // TestAdv5OtelEverySpanStartedEndsUnderPauseResizeChurn: functions of groups on a pool and
@@ -1305,10 +995,7 @@ func TestAdv5OtelEverySpanStartedEndsUnderPauseResizeChurn(t *testing.T) {
 	root := crew.New(3, crew.WithHooks(adv5SpanHooks(t, "root", tp)))
 	defer root.StopAndWait()
 	sub := root.Sub(2, crew.WithHooks(adv5SpanHooks(t, "sub", tp)), crew.WithPriority(1))
-	groups := 30
-	if testing.Short() {
-		groups = 10
-	}
+	groups := crewtest.Scale(30, 10)
 	stop := make(chan struct{})
 	churned := make(chan struct{})
 	go func() {
@@ -1388,10 +1075,7 @@ func TestAdv5OtelEverySpanStartedEndsUnderPauseResizeChurn(t *testing.T) {
 // blocking, the call runs the function itself (counted in CallerRan), and that function gets
 // its crew.task span, a child of the giving function's span, in the context it receives.
 func TestAdv5OtelSpanOfAFunctionRunInsteadOfBlocking(t *testing.T) {
-	tp, rec := adv5Tracing(t)
-	p := crew.New(1, crew.WithQueueSize(1), crew.WithHooks(adv5SpanHooks(t, "inline", tp)))
-	defer p.StopAndWait()
-	ctx, request := tp.Tracer("test").Start(context.Background(), "request")
+	p, rec, ctx, request := adv5TracedPool(t, "inline", 1, crew.WithQueueSize(1))
 	var outerSpan, innerSpan trace.SpanContext
 	var innerErr error
 	f := crew.GoContext(ctx, p, func(ctx context.Context) (int, error) {

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/crewgo/crew"
+	"github.com/crewgo/crew/internal/crewtest"
 	"github.com/crewgo/crew/prom"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -26,36 +27,14 @@ import (
 	"github.com/prometheus/common/model"
 )
 
-// adv5Wait polls src until ok holds, failing t after 10 s.
-func adv5Wait(t *testing.T, src prom.StatsSource, what string, ok func(crew.Stats) bool) {
+// adv5Scrape gathers reg, failing t on an error.
+func adv5Scrape(t *testing.T, reg prometheus.Gatherer) advScrape {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		s := src.Stats()
-		if ok(s) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s; last Stats %+v", what, s)
-		}
-		time.Sleep(time.Millisecond)
+	sc, err := advGather(reg)
+	if err != nil {
+		t.Fatal(err)
 	}
-}
-
-// adv5Recv waits for ch, failing t after 10 s.
-func adv5Recv(t *testing.T, what string, ch <-chan struct{}) {
-	t.Helper()
-	select {
-	case <-ch:
-	case <-time.After(10 * time.Second):
-		t.Fatalf("timed out after 10 s waiting for %s", what)
-	}
-}
-
-// adv5Blocker returns a task that signals started and waits for release.
-func adv5Blocker() (task func(), started, release chan struct{}) {
-	started, release = make(chan struct{}), make(chan struct{})
-	return func() { started <- struct{}{}; <-release }, started, release
+	return sc
 }
 
 // adv5Want fails t unless pool's gauges and counters in sc are exactly want, by metric name.
@@ -69,136 +48,22 @@ func adv5Want(t *testing.T, sc advScrape, pool string, want map[string]float64) 
 	}
 }
 
-// TestAdv5PromEveryFieldReadsBackKnownTrafficWithPanicNilAndGoexit: after traffic counted by
-// hand (a task DiscardOldest dropped, a TrySubmit refused on a full queue, a submit with an
-// ended context, a function skipped because its context ended while queued, a canceled
-// future, tasks that panic(nil), panic and call runtime.Goexit, caller-run tasks of which one
-// calls runtime.Goexit, a paused backlog that StopNow returns), every series of two pools on
-// one registry reads back the hand-counted value, and the histograms count the tasks that
-// started and finished.
+// TestAdv5PromEveryFieldReadsBackKnownTrafficWithPanicNilAndGoexit: after the traffic of
+// crewtest.Losses, counted by hand (a task DiscardOldest dropped, a TrySubmit refused on a full
+// queue, a submit with an ended context, a function skipped because its context ended while
+// queued, a canceled future, tasks that panic(nil), panic and call runtime.Goexit, caller-run
+// tasks of which one calls runtime.Goexit, a paused backlog that StopNow returns), every series
+// of two pools on one registry reads back the hand-counted value, and the histograms count the
+// tasks that started and finished.
 func TestAdv5PromEveryFieldReadsBackKnownTrafficWithPanicNilAndGoexit(t *testing.T) {
-	var panics atomic.Int64
-	dropped := make(chan func(), 4)
-	p := crew.New(1, crew.WithQueueSize(1), crew.WithOverflow(crew.DiscardOldest), crew.WithLatencyHistograms(),
-		crew.WithPanicHandler(func(any, []byte) { panics.Add(1) }),
-		crew.WithDiscardHandler(func(v any) { dropped <- v.(func()) }))
-	defer p.StopAndWait()
-	q := crew.New(1, crew.WithQueueSize(1), crew.WithOverflow(crew.CallerRuns), crew.WithLatencyHistograms(),
-		crew.WithPanicHandler(func(any, []byte) { panics.Add(1) }))
-	defer q.StopAndWait()
+	l := crewtest.NewLosses(t)
+	p, q := l.Dropping, l.CallerRuns
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(prom.NewCollector("dis", p), prom.NewCollector("cr", q))
-
-	var ran atomic.Int64
-	count := func() { ran.Add(1) }
-
-	// DiscardOldest, a full-queue TrySubmit and an ended context.
-	b1, started, release := adv5Blocker()
-	if err := p.Submit(b1); err != nil {
-		t.Fatal(err)
-	}
-	adv5Recv(t, "the first blocker", started)
-	if err := p.Submit(count); err != nil { // A, dropped next
-		t.Fatal(err)
-	}
-	if err := p.Submit(count); err != nil { // B drops A
-		t.Fatal(err)
-	}
-	select {
-	case <-dropped:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the discard handler never got the oldest task")
-	}
-	if p.TrySubmit(count) {
-		t.Fatal("TrySubmit accepted on a full queue")
-	}
-	done, cancel := context.WithCancel(context.Background())
-	cancel()
-	if err := p.SubmitContext(done, count); err == nil {
-		t.Fatal("SubmitContext with an ended context accepted")
-	}
-	release <- struct{}{}
-	adv5Wait(t, p, "b1 and B", func(s crew.Stats) bool { return s.Completed == 2 })
-
-	// A function whose context ends while it waits, and a canceled future.
-	b2, started, release := adv5Blocker()
-	if err := p.Submit(b2); err != nil {
-		t.Fatal(err)
-	}
-	adv5Recv(t, "the second blocker", started)
-	ctx, cancelQueued := context.WithCancel(context.Background())
-	skipped := crew.GoContext(ctx, p, func(context.Context) (int, error) { count(); return 0, nil })
-	cancelQueued()
-	release <- struct{}{}
-	if _, err := skipped.Wait(); err == nil {
-		t.Fatal("a function whose context ended while queued returned nil")
-	}
-	b3, started, release := adv5Blocker()
-	if err := p.Submit(b3); err != nil {
-		t.Fatal(err)
-	}
-	adv5Recv(t, "the third blocker", started)
-	f := crew.GoContext(context.Background(), p, func(context.Context) (int, error) { count(); return 0, nil })
-	if !f.Cancel() {
-		t.Fatal("Cancel of a queued function reported false")
-	}
-	release <- struct{}{}
-
-	// panic(nil), a panic and runtime.Goexit.
-	for _, task := range []func(){
-		func() { panic(nil) },
-		func() { panic("adv5: planned") },
-		func() { runtime.Goexit() },
-	} {
-		if err := p.Submit(task); err != nil {
-			t.Fatal(err)
-		}
-		p.Wait()
-	}
-	adv5Wait(t, p, "the skips and the mix", func(s crew.Stats) bool {
-		return s.Skipped == 2 && s.Completed+s.Panicked == 7 && s.Running == 0 && s.Waiting == 0
+	l.Run(t, func() {
+		adv5Want(t, adv5Scrape(t, reg), "dis", map[string]float64{"crew_pool_paused": 1, "crew_tasks_waiting": 1, "crew_tasks_running": 0})
 	})
-
-	// Caller-run tasks on q, one of which calls runtime.Goexit on its submitter.
-	b4, started, release := adv5Blocker()
-	if err := q.Submit(b4); err != nil {
-		t.Fatal(err)
-	}
-	adv5Recv(t, "q's blocker", started)
-	if err := q.Submit(count); err != nil { // X, queued
-		t.Fatal(err)
-	}
-	if err := q.Submit(count); err != nil { // Y, run by the caller
-		t.Fatal(err)
-	}
-	goexited := make(chan struct{})
-	go func() {
-		defer close(goexited)
-		_ = q.Submit(func() { runtime.Goexit() }) // Z, run by the caller, ends this goroutine
-		t.Error("a caller-run task's runtime.Goexit did not end its submitter")
-	}()
-	adv5Recv(t, "the caller-run Goexit", goexited)
-	release <- struct{}{}
-	q.Wait()
-
-	// A paused backlog that StopNow returns.
-	p.Pause()
-	if err := p.Submit(count); err != nil {
-		t.Fatal(err)
-	}
-	sc, err := advGather(reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	adv5Want(t, sc, "dis", map[string]float64{"crew_pool_paused": 1, "crew_tasks_waiting": 1, "crew_tasks_running": 0})
-	if back := p.StopNow(); len(back) != 1 {
-		t.Fatalf("StopNow returned %d tasks, want the paused one", len(back))
-	}
-
-	sc, err = advGather(reg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sc := adv5Scrape(t, reg)
 	adv5Want(t, sc, "dis", map[string]float64{
 		"crew_workers_max": 1, "crew_tasks_running": 0, "crew_tasks_waiting": 0,
 		"crew_tasks_accepted_total":   11, // b1 A B, b2 skipped, b3 f, three of the mix, the paused one
@@ -237,10 +102,10 @@ func TestAdv5PromEveryFieldReadsBackKnownTrafficWithPanicNilAndGoexit(t *testing
 	if err := advMatches(sc, "cr", q.Stats()); err != nil {
 		t.Error(err)
 	}
-	if got := panics.Load(); got != 2 {
+	if got := l.Panics.Load(); got != 2 {
 		t.Errorf("the panic handler got %d panics, want 2", got)
 	}
-	if got := ran.Load(); got != 3 { // B, X, Y
+	if got := l.Ran.Load(); got != 3 { // B, X, Y
 		t.Errorf("%d counting tasks ran, want 3", got)
 	}
 }
@@ -271,27 +136,11 @@ func adv5SumWithinBuckets(h crew.Histogram) error {
 // times), and the counters stay exact.
 func TestAdv5PromSampledHistogramsExportCountsInMultiplesOfN(t *testing.T) {
 	const n = 8
-	tasks := 800
-	if testing.Short() {
-		tasks = 200
-	}
-	p := crew.New(2, crew.WithLatencyHistograms(), crew.WithLatencySample(n), crew.WithPanicHandler(func(any, []byte) {}))
-	defer p.StopAndWait()
+	tasks := crewtest.Scale(800, 200)
+	p := crewtest.SampledPool(t, n)
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(prom.NewCollector("sampled", p))
-	for i := range tasks {
-		task := func() {}
-		switch i % 4 {
-		case 1:
-			task = func() { panic(nil) }
-		case 2:
-			task = func() { runtime.Goexit() }
-		}
-		if err := p.Submit(task); err != nil {
-			t.Fatal(err)
-		}
-	}
-	p.Wait()
+	crewtest.SubmitMix(t, p, tasks)
 	sc := advQuietMatch(t, reg, map[string]prom.StatsSource{"sampled": p})
 	adv5Want(t, sc, "sampled", map[string]float64{
 		"crew_tasks_accepted_total": float64(tasks), "crew_tasks_completed_total": float64(tasks - tasks/4),
@@ -326,6 +175,28 @@ func TestAdv5PromSampledHistogramsExportCountsInMultiplesOfN(t *testing.T) {
 	}
 }
 
+// adv5EveryTaskTimed submits tasks copies of task to p, exported as name on a registry of
+// its own, waits for them, and fails t unless the scrape matches p's Stats and both
+// histograms count every task. It returns the scrape.
+func adv5EveryTaskTimed(t *testing.T, p *crew.Pool, name string, tasks int, task func()) advScrape {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(prom.NewCollector(name, p))
+	for range tasks {
+		if err := p.Submit(task); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.Wait()
+	sc := advQuietMatch(t, reg, map[string]prom.StatsSource{name: p})
+	for _, hn := range advHistNames {
+		if h := sc.hists[name][hn.name]; h == nil || h.GetSampleCount() != uint64(tasks) {
+			t.Errorf("%s counts %d, want every one of %d tasks", hn.name, h.GetSampleCount(), tasks)
+		}
+	}
+	return sc
+}
+
 // TestAdv5PromSampleIsIgnoredWithHooksSoEveryTaskCountsOnce: WithLatencySample has no effect
 // on a pool with hooks: every task is timed and counted once, so the scraped counts equal the
 // number of tasks exactly, even when that is no multiple of n.
@@ -335,20 +206,7 @@ func TestAdv5PromSampleIsIgnoredWithHooksSoEveryTaskCountsOnce(t *testing.T) {
 	p := crew.New(2, crew.WithLatencyHistograms(), crew.WithLatencySample(16),
 		crew.WithHooks(crew.Hooks{Started: func(crew.TaskInfo) { started.Add(1) }}))
 	defer p.StopAndWait()
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(prom.NewCollector("hooked", p))
-	for range tasks {
-		if err := p.Submit(func() {}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	p.Wait()
-	sc := advQuietMatch(t, reg, map[string]prom.StatsSource{"hooked": p})
-	for _, hn := range advHistNames {
-		if h := sc.hists["hooked"][hn.name]; h == nil || h.GetSampleCount() != tasks {
-			t.Errorf("%s counts %d, want every one of %d tasks", hn.name, h.GetSampleCount(), tasks)
-		}
-	}
+	adv5EveryTaskTimed(t, p, "hooked", tasks, func() {})
 	if started.Load() != tasks {
 		t.Errorf("Started hook saw %d tasks, want %d", started.Load(), tasks)
 	}
@@ -498,39 +356,23 @@ func adv5HistsGrow(prev, cur advScrape, pool string) error {
 }
 
 // TestAdv5PromScrapesDuringStormsNeverGoBack scrapes a pool with sampled histograms, its
-// sub-pool and a Keyed on it, from two goroutines, while submitters put on them tasks that
-// return, panic(nil) and call runtime.Goexit and another goroutine pauses, resumes and
-// resizes them, then StopNow ends the pool mid-storm: every scrape succeeds, is consistent
-// (accepted = ended + running + waiting, sampled counts a multiple of n, wait count at least
-// the run count), no counter goes backwards, and once stopped the scrapes stay where they are.
+// sub-pool and a Keyed on it (a crewtest.Storm), from two goroutines, while submitters put on
+// them tasks that return, panic(nil) and call runtime.Goexit and another goroutine pauses,
+// resumes and resizes them, then StopNow ends the pool mid-storm: every scrape succeeds, is
+// consistent (accepted = ended + running + waiting, sampled counts a multiple of n, wait count
+// at least the run count), no counter goes backwards, and once stopped the scrapes stay where
+// they are.
 func TestAdv5PromScrapesDuringStormsNeverGoBack(t *testing.T) {
 	const n = 4
-	rounds := 300
-	if testing.Short() {
-		rounds = 100
-	}
-	root := crew.New(3, crew.WithQueueSize(8), crew.WithOverflow(crew.DiscardOldest), crew.WithLatencyHistograms(),
-		crew.WithLatencySample(n), crew.WithPanicHandler(func(any, []byte) {}))
-	defer root.StopAndWait()
-	sub := root.Sub(2, crew.WithQueueSize(2), crew.WithNonBlocking(), crew.WithLatencyHistograms(), crew.WithLatencySample(n))
-	keyed := crew.NewKeyed[int](root, crew.WithQueueSize(4), crew.WithNonBlocking())
-	srcs := map[string]prom.StatsSource{"root": root, "sub": sub, "keyed": keyed}
+	rounds := crewtest.Scale(300, 100)
+	st := crewtest.NewStorm(t, n)
+	root := st.Root
+	srcs := map[string]prom.StatsSource{"root": root, "sub": st.Sub, "keyed": st.Keyed}
 	reg := prometheus.NewRegistry()
 	for name, src := range srcs {
 		reg.MustRegister(prom.NewCollector(name, src))
 	}
 
-	task := func(i int) func() {
-		return func() {
-			switch i % 4 {
-			case 1:
-				panic(nil)
-			case 2:
-				runtime.Goexit()
-			}
-		}
-	}
-	var scrapes atomic.Int64
 	check := func(prev, cur advScrape) error {
 		for name := range srcs {
 			if err := advConsistent(prev, cur, name, 3); err != nil {
@@ -547,99 +389,18 @@ func TestAdv5PromScrapesDuringStormsNeverGoBack(t *testing.T) {
 		}
 		return nil
 	}
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	errs := make(chan error, 4)
-	for range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var prev advScrape
-			for {
-				cur, err := advGather(reg)
-				if err == nil {
-					err = check(prev, cur)
-				}
-				if err != nil {
-					errs <- err
-					return
-				}
-				scrapes.Add(1)
-				prev = cur
-				select {
-				case <-stop:
-					return
-				default:
-				}
-			}
-		}()
-	}
-	var storm sync.WaitGroup
-	for g := range 3 {
-		storm.Add(1)
-		go func() {
-			defer storm.Done()
-			for i := range rounds {
-				switch g {
-				case 0:
-					_ = root.Submit(task(i))
-				case 1:
-					_ = sub.TrySubmit(task(i))
-				case 2:
-					_ = keyed.TrySubmit(i%3, task(i))
-				}
-				if i%16 == 0 {
-					runtime.Gosched()
-				}
-			}
-		}()
-	}
-	storm.Add(1)
-	go func() {
-		defer storm.Done()
-		for i := range rounds / 10 {
-			root.Pause()
-			runtime.Gosched()
-			root.Resize(1 + i%3)
-			sub.Pause()
-			root.Resume()
-			sub.Resize(1 + i%2)
-			sub.Resume()
-		}
-	}()
-	storm.Wait()
-	root.StopNow()
-	afterStop, err := advGather(reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	adv5Wait(t, root, "the stopped pool to drain", func(s crew.Stats) bool { return s.Running == 0 && s.Waiting == 0 })
-	for scrapes.Load() < 20 {
-		select {
-		case err := <-errs:
-			t.Fatal(err)
-		default:
-		}
-		runtime.Gosched()
-	}
-	close(stop)
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
-	last, err := advGather(reg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	stop := crewtest.Watch(t, 2, 20, func(int) func() error { return adv5Scraper(reg, check) })
+	st.Run(rounds)
+	afterStop := adv5Scrape(t, reg)
+	crewtest.Await(t, root, "the stopped pool to drain", func(s crew.Stats) bool { return s.Running == 0 && s.Waiting == 0 })
+	stop()
+	last := adv5Scrape(t, reg)
 	if err := check(afterStop, last); err != nil {
 		t.Error(err)
 	}
 	for name, src := range srcs {
 		s := src.Stats()
-		if s.WaitTime != nil && s.WaitTime.Count != s.RunTime.Count {
-			t.Errorf("%s: drained, but the wait histogram counts %d and the run histogram %d (every task that started has finished)", name, s.WaitTime.Count, s.RunTime.Count)
-		}
+		adv5WaitCountsRunCount(t, name, s)
 		if advEnded(s) != s.Accepted {
 			t.Errorf("%s: stopped and drained, but Stats %+v do not add up", name, s)
 		}
@@ -649,58 +410,42 @@ func TestAdv5PromScrapesDuringStormsNeverGoBack(t *testing.T) {
 	}
 }
 
-// TestAdv5PromKeyedStatsExportEveryLoss exports a Keyed's own Stats and checks, after known
-// traffic, its accepted, rejected (full keyed queue), canceled (ended context), completed,
-// panicked (panic(nil)), returned (StopNow on the pool) tasks and the pool's limit and pause.
-func TestAdv5PromKeyedStatsExportEveryLoss(t *testing.T) {
-	p := crew.New(1, crew.WithPanicHandler(func(any, []byte) {}))
-	defer p.StopAndWait()
-	k := crew.NewKeyed[string](p, crew.WithQueueSize(2), crew.WithNonBlocking())
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(prom.NewCollector("keyed", k), prom.NewCollector("pool", p))
-
-	block, started, release := adv5Blocker()
-	if err := k.Submit("a", block); err != nil {
-		t.Fatal(err)
-	}
-	adv5Recv(t, "the keyed blocker", started)
-	if err := k.Submit("a", func() { panic(nil) }); err != nil {
-		t.Fatal(err)
-	}
-	if err := k.Submit("b", func() { runtime.Goexit() }); err != nil {
-		t.Fatal(err)
-	}
-	if k.TrySubmit("c", func() {}) {
-		t.Fatal("TrySubmit accepted on a full keyed queue")
-	}
-	done, cancel := context.WithCancel(context.Background())
-	cancel()
-	if err := k.SubmitContext(done, "d", func() {}); err == nil {
-		t.Fatal("SubmitContext with an ended context accepted")
-	}
-	release <- struct{}{}
-	advWithin(t, 10*time.Second, "Keyed.Wait", k.Wait)
-
-	// A paused backlog of keyed tasks, taken out by StopNow.
-	p.Pause()
-	for _, key := range []string{"x", "x"} {
-		if err := k.Submit(key, func() {}); err != nil {
-			t.Fatal(err)
+// adv5Scraper returns a check for crewtest.Watch that scrapes reg and passes check the scrape
+// before and the scrape now (an empty one the first time).
+func adv5Scraper(reg prometheus.Gatherer, check func(prev, cur advScrape) error) func() error {
+	var prev advScrape
+	return func() error {
+		cur, err := advGather(reg)
+		if err == nil {
+			err = check(prev, cur)
 		}
+		prev = cur
+		return err
 	}
-	sc, err := advGather(reg)
-	if err != nil {
-		t.Fatal(err)
+}
+
+// adv5WaitCountsRunCount fails t unless the drained source name's wait histogram, if it has
+// one, counts as many tasks as its run histogram: every task that started has finished.
+func adv5WaitCountsRunCount(t *testing.T, name string, s crew.Stats) {
+	t.Helper()
+	if s.WaitTime != nil && s.WaitTime.Count != s.RunTime.Count {
+		t.Errorf("%s: drained, but the wait histogram counts %d and the run histogram %d (every task that started has finished)", name, s.WaitTime.Count, s.RunTime.Count)
 	}
-	adv5Want(t, sc, "keyed", map[string]float64{"crew_pool_paused": 1, "crew_tasks_waiting": 2, "crew_workers_max": 1})
-	if back := p.StopNow(); len(back) != 2 {
-		t.Fatalf("StopNow returned %d tasks, want the 2 keyed ones", len(back))
-	}
-	adv5Wait(t, k, "the keyed tasks to be returned", func(s crew.Stats) bool { return s.Waiting == 0 })
-	sc, err = advGather(reg)
-	if err != nil {
-		t.Fatal(err)
-	}
+}
+
+// TestAdv5PromKeyedStatsExportEveryLoss exports a Keyed's own Stats and checks, after the known
+// traffic of crewtest.KeyedLosses, its accepted, rejected (full keyed queue), canceled (ended
+// context), completed, panicked (panic(nil)), returned (StopNow on the pool) tasks and the
+// pool's limit and pause.
+func TestAdv5PromKeyedStatsExportEveryLoss(t *testing.T) {
+	l := crewtest.NewKeyedLosses(t)
+	k := l.Keyed
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(prom.NewCollector("keyed", k), prom.NewCollector("pool", l.Pool))
+	l.Run(t, func() {
+		adv5Want(t, adv5Scrape(t, reg), "keyed", map[string]float64{"crew_pool_paused": 1, "crew_tasks_waiting": 2, "crew_workers_max": 1})
+	})
+	sc := adv5Scrape(t, reg)
 	adv5Want(t, sc, "keyed", map[string]float64{
 		"crew_tasks_accepted_total":   5,
 		"crew_tasks_completed_total":  2, // the blocker and the Goexit
@@ -724,15 +469,7 @@ func TestAdv5PromKeyedStatsExportEveryLoss(t *testing.T) {
 // stopped keeps scraping the pool's final values, on a pedantic registry with constant labels
 // and histograms, scrape after scrape; unregistered and registered again it reads the same.
 func TestAdv5PromCollectorOfAStoppedPoolScrapesItsFinalValues(t *testing.T) {
-	p := crew.New(2, crew.WithLatencyHistograms(), crew.WithPanicHandler(func(any, []byte) {}))
-	for i := range 10 {
-		_ = p.Submit(func() {
-			if i%3 == 0 {
-				panic(nil)
-			}
-		})
-	}
-	p.StopAndWait()
+	p := crewtest.StoppedPool(t)
 	if err := p.Submit(func() {}); err == nil {
 		t.Fatal("Submit after StopAndWait accepted")
 	}
@@ -741,10 +478,7 @@ func TestAdv5PromCollectorOfAStoppedPoolScrapesItsFinalValues(t *testing.T) {
 	reg.MustRegister(c)
 	var first advScrape
 	for i := range 3 {
-		sc, err := advGather(reg)
-		if err != nil {
-			t.Fatal(err)
-		}
+		sc := adv5Scrape(t, reg)
 		if err := advMatches(sc, "stopped", p.Stats()); err != nil {
 			t.Fatal(err)
 		}
@@ -766,10 +500,7 @@ func TestAdv5PromCollectorOfAStoppedPoolScrapesItsFinalValues(t *testing.T) {
 	if err := reg.Register(c); err != nil {
 		t.Fatalf("registering the collector again: %v", err)
 	}
-	sc, err := advGather(reg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sc := adv5Scrape(t, reg)
 	if err := advMatches(sc, "stopped", p.Stats()); err != nil {
 		t.Fatal(err)
 	}
@@ -786,11 +517,7 @@ func TestAdv5PromEveryRefusalCountsInExactlyOneCounter(t *testing.T) {
 	sub := p.Sub(1)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(prom.NewCollector("refusals", p))
-	block, started, release := adv5Blocker()
-	if err := p.Submit(block); err != nil {
-		t.Fatal(err)
-	}
-	adv5Recv(t, "the blocker", started)
+	release := crewtest.Hold(t, "the blocker", p.Submit)
 	if err := p.Submit(func() {}); err != nil { // fills the queue
 		t.Fatal(err)
 	}
@@ -835,10 +562,7 @@ func TestAdv5PromEveryRefusalCountsInExactlyOneCounter(t *testing.T) {
 	if err := p.Submit(func() {}); err != crew.ErrStopped {
 		t.Fatalf("Submit after Stop = %v", err)
 	}
-	sc, err := advGather(reg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sc := adv5Scrape(t, reg)
 	// Rejected: MaxWait, TrySubmit, and whichever of the two concurrent submits was refused
 	// for the queue; Canceled: the other of those (its context ended) and the ended context.
 	rej, can := sc.values["refusals"]["crew_tasks_rejected_total"], sc.values["refusals"]["crew_tasks_canceled_total"]
@@ -858,20 +582,7 @@ func TestAdv5PromAdaptiveLimitTimesEveryTaskDespiteSampling(t *testing.T) {
 	const tasks = 45
 	p := crew.New(4, crew.WithAdaptiveLimit(2), crew.WithLatencyHistograms(), crew.WithLatencySample(32))
 	defer p.StopAndWait()
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(prom.NewCollector("adaptive", p))
-	for range tasks {
-		if err := p.Submit(func() { time.Sleep(50 * time.Microsecond) }); err != nil {
-			t.Fatal(err)
-		}
-	}
-	p.Wait()
-	sc := advQuietMatch(t, reg, map[string]prom.StatsSource{"adaptive": p})
-	for _, hn := range advHistNames {
-		if h := sc.hists["adaptive"][hn.name]; h == nil || h.GetSampleCount() != tasks {
-			t.Errorf("%s counts %d, want every one of %d tasks", hn.name, h.GetSampleCount(), tasks)
-		}
-	}
+	sc := adv5EveryTaskTimed(t, p, "adaptive", tasks, func() { time.Sleep(50 * time.Microsecond) })
 	if m := sc.values["adaptive"]["crew_workers_max"]; m < 2 || m > 4 {
 		t.Errorf("crew_workers_max = %v, want within [2, 4]", m)
 	}
@@ -890,20 +601,11 @@ func TestAdv5PromScrapeRightAfterWaitShowsNothingRunning(t *testing.T) {
 	k := crew.NewKeyed[int](root)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(prom.NewCollector("root", root), prom.NewCollector("sub", sub), prom.NewCollector("keyed", k))
-	rounds := 100
-	if testing.Short() {
-		rounds = 30
-	}
+	rounds := crewtest.Scale(100, 30)
 	for r := range rounds {
 		var submitters sync.WaitGroup
 		for i := range 8 {
-			task := func() {}
-			switch (r + i) % 4 {
-			case 1:
-				task = func() { panic(nil) }
-			case 2:
-				task = func() { runtime.Goexit() }
-			}
+			task := crewtest.Mix(r + i)
 			submitters.Add(1)
 			go func() { // a caller-run Goexit ends this goroutine, not the test's
 				defer submitters.Done()
@@ -923,10 +625,7 @@ func TestAdv5PromScrapeRightAfterWaitShowsNothingRunning(t *testing.T) {
 			sub.Wait()
 			root.Wait()
 		})
-		sc, err := advGather(reg)
-		if err != nil {
-			t.Fatal(err)
-		}
+		sc := adv5Scrape(t, reg)
 		for _, name := range []string{"root", "sub", "keyed"} {
 			v := sc.values[name]
 			ended := v["crew_tasks_completed_total"] + v["crew_tasks_panicked_total"] + v["crew_tasks_discarded_total"] +
@@ -951,10 +650,7 @@ func TestAdv5PromWorkersMaxFollowsGOMAXPROCSUnderCPUs(t *testing.T) {
 	defer p.StopAndWait()
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(prom.NewCollector("cpus", p))
-	sc, err := advGather(reg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sc := adv5Scrape(t, reg)
 	if got := sc.values["cpus"]["crew_workers_max"]; got != float64(was) {
 		t.Fatalf("crew_workers_max = %v, GOMAXPROCS is %d", got, was)
 	}
@@ -963,10 +659,7 @@ func TestAdv5PromWorkersMaxFollowsGOMAXPROCSUnderCPUs(t *testing.T) {
 	defer runtime.GOMAXPROCS(was)
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		sc, err := advGather(reg)
-		if err != nil {
-			t.Fatal(err)
-		}
+		sc := adv5Scrape(t, reg)
 		if sc.values["cpus"]["crew_workers_max"] == float64(want) {
 			return
 		}
@@ -985,10 +678,7 @@ func TestAdv5PromWorkersMaxFollowsGOMAXPROCSUnderCPUs(t *testing.T) {
 // ended finally gives up: every scrape is consistent and monotonic, running never exceeds
 // the largest limit the pool had, and once drained each pool's accepted tasks all ended.
 func TestAdv5PromScrapesStayConsistentWhereEveryFeatureMeets(t *testing.T) {
-	rounds := 150
-	if testing.Short() {
-		rounds = 50
-	}
+	rounds := crewtest.Scale(150, 50)
 	root := crew.New(4, crew.WithQueueSize(16), crew.WithLatencyHistograms(), crew.WithLatencySample(2),
 		crew.WithPanicHandler(func(any, []byte) {}))
 	defer root.StopAndWait()
@@ -1012,83 +702,54 @@ func TestAdv5PromScrapesStayConsistentWhereEveryFeatureMeets(t *testing.T) {
 			}
 		}
 	}
-	stop := make(chan struct{})
-	errs := make(chan error, 2)
-	var scrapers sync.WaitGroup
-	for range 2 {
-		scrapers.Add(1)
-		go func() {
-			defer scrapers.Done()
-			var prev advScrape
-			for {
-				cur, err := advGather(reg)
-				for name := range srcs {
-					if err == nil {
-						err = advConsistent(prev, cur, name, 4)
-					}
-					if err == nil {
-						err = adv5HistsGrow(prev, cur, name)
-					}
+	stop := crewtest.Watch(t, 2, 0, func(int) func() error {
+		return adv5Scraper(reg, func(prev, cur advScrape) error {
+			for name := range srcs {
+				if err := advConsistent(prev, cur, name, 4); err != nil {
+					return err
 				}
-				if err != nil {
-					errs <- err
-					return
-				}
-				prev = cur
-				select {
-				case <-stop:
-					return
-				default:
+				if err := adv5HistsGrow(prev, cur, name); err != nil {
+					return err
 				}
 			}
-		}()
-	}
-	var storm sync.WaitGroup
-	door := func(g int) {
-		defer storm.Done()
-		for i := range rounds {
-			switch g {
-			case 0:
-				_ = root.Submit(task(i))
-			case 1:
-				if i%3 == 0 {
-					_ = root.SubmitN(2, task(i))
-				} else {
-					_ = hi.Submit(task(i))
-				}
-			case 2:
-				done := make(chan struct{})
-				go func() { // a caller-run Goexit ends this goroutine only
-					defer close(done)
-					_ = lo.Submit(task(i))
-				}()
-				<-done
-			case 3:
-				f := crew.GoContext(context.Background(), lo, func(context.Context) (int, error) { task(i)(); return 0, nil })
-				if i%2 == 0 {
-					f.Cancel()
-				}
-			case 4:
-				ctx, cancel := context.WithCancel(context.Background())
-				grp, _ := hi.GroupAll(ctx)
-				grp.Go(func(context.Context) error { task(i)(); return nil })
-				if i%2 == 0 {
+			return nil
+		})
+	})
+	door := func(g int) func() {
+		return func() {
+			for i := range rounds {
+				switch g {
+				case 0:
+					_ = root.Submit(task(i))
+				case 1:
+					if i%3 == 0 {
+						_ = root.SubmitN(2, task(i))
+					} else {
+						_ = hi.Submit(task(i))
+					}
+				case 2:
+					<-crewtest.Go(func() { _ = lo.Submit(task(i)) }) // a caller-run Goexit ends that goroutine only
+				case 3:
+					f := crew.GoContext(context.Background(), lo, func(context.Context) (int, error) { task(i)(); return 0, nil })
+					if i%2 == 0 {
+						f.Cancel()
+					}
+				case 4:
+					ctx, cancel := context.WithCancel(context.Background())
+					grp, _ := hi.GroupAll(ctx)
+					grp.Go(func(context.Context) error { task(i)(); return nil })
+					if i%2 == 0 {
+						cancel()
+					}
+					_ = grp.Wait()
 					cancel()
+				case 5:
+					_ = k.Submit(i%4, task(i))
 				}
-				_ = grp.Wait()
-				cancel()
-			case 5:
-				_ = k.Submit(i%4, task(i))
 			}
 		}
 	}
-	for g := range 6 {
-		storm.Add(1)
-		go door(g)
-	}
-	storm.Add(1)
-	go func() {
-		defer storm.Done()
+	churn := func() {
 		for i := range rounds / 5 {
 			root.Pause()
 			lo.Resize(1 + i%3)
@@ -1099,27 +760,19 @@ func TestAdv5PromScrapesStayConsistentWhereEveryFeatureMeets(t *testing.T) {
 			runtime.Gosched()
 		}
 		root.Resize(4)
-	}()
-	advWithin(t, 20*time.Second, "the storm", storm.Wait)
+	}
+	advWithin(t, 20*time.Second, "the storm", func() {
+		crewtest.Concurrently(door(0), door(1), door(2), door(3), door(4), door(5), churn)
+	})
 	ended, cancel := context.WithCancel(context.Background())
 	cancel()
 	_ = root.Shutdown(ended)
 	advWithin(t, 10*time.Second, "StopAndWait", root.StopAndWait)
-	close(stop)
-	scrapers.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
-	sc, err := advGather(reg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	stop()
+	sc := adv5Scrape(t, reg)
 	for name, src := range srcs {
 		s := src.Stats()
-		if s.WaitTime != nil && s.WaitTime.Count != s.RunTime.Count {
-			t.Errorf("%s: drained, but the wait histogram counts %d and the run histogram %d (every task that started has finished)", name, s.WaitTime.Count, s.RunTime.Count)
-		}
+		adv5WaitCountsRunCount(t, name, s)
 		if s.Running != 0 || s.Waiting != 0 || advEnded(s) != s.Accepted {
 			t.Errorf("%s: drained, but Stats %+v do not add up", name, s)
 		}
@@ -1185,60 +838,41 @@ func TestAdv5PromSampledKeyedAndFuncPoolTasksCountInMultiplesOfN(t *testing.T) {
 // pauses, resumes and resizes it, and a StopNow at the end, the drained pool's scraped
 // histograms both count exactly completed + panicked: a task a pause gave back is timed once.
 func TestAdv5PromHistogramsCountExactlyTheTasksThatRanUnderChurn(t *testing.T) {
-	rounds := 200
-	if testing.Short() {
-		rounds = 60
-	}
+	rounds := crewtest.Scale(200, 60)
 	p := crew.New(3, crew.WithQueueSize(4), crew.WithOverflow(crew.CallerRuns), crew.WithLatencyHistograms(),
 		crew.WithPanicHandler(func(any, []byte) {}))
 	defer p.StopAndWait()
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(prom.NewCollector("churn", p))
-	task := func(i int) func() {
+	submitter := func(g int) func() {
 		return func() {
-			switch i % 4 {
-			case 1:
-				panic(nil)
-			case 2:
-				runtime.Goexit()
-			}
-		}
-	}
-	var storm sync.WaitGroup
-	for g := range 3 {
-		storm.Add(1)
-		go func() {
-			defer storm.Done()
 			for i := range rounds {
-				done := make(chan struct{})
-				go func() { // a caller-run Goexit ends this goroutine only
-					defer close(done)
+				<-crewtest.Go(func() { // a caller-run Goexit ends that goroutine only
 					if g == 2 {
-						f := crew.GoContext(context.Background(), p, func(context.Context) (int, error) { task(i)(); return 0, nil })
+						f := crew.GoContext(context.Background(), p, func(context.Context) (int, error) { crewtest.Mix(i)(); return 0, nil })
 						if i%3 == 0 {
 							f.Cancel()
 						}
 						return
 					}
-					_ = p.Submit(task(i))
-				}()
-				<-done
+					_ = p.Submit(crewtest.Mix(i))
+				})
 			}
-		}()
+		}
 	}
-	storm.Add(1)
-	go func() {
-		defer storm.Done()
+	churn := func() {
 		for i := range rounds / 5 {
 			p.Pause()
 			p.Resize(1 + i%3)
 			p.Resume()
 			runtime.Gosched()
 		}
-	}()
-	advWithin(t, 20*time.Second, "the storm", storm.Wait)
+	}
+	advWithin(t, 20*time.Second, "the storm", func() {
+		crewtest.Concurrently(submitter(0), submitter(1), submitter(2), churn)
+	})
 	p.StopNow()
-	adv5Wait(t, p, "the pool to drain", func(s crew.Stats) bool { return s.Running == 0 && s.Waiting == 0 })
+	crewtest.Await(t, p, "the pool to drain", func(s crew.Stats) bool { return s.Running == 0 && s.Waiting == 0 })
 	sc := advQuietMatch(t, reg, map[string]prom.StatsSource{"churn": p})
 	v := sc.values["churn"]
 	ran := uint64(v["crew_tasks_completed_total"] + v["crew_tasks_panicked_total"])

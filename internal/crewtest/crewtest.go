@@ -1,7 +1,7 @@
 // Package crewtest holds helpers that crew's tests share across packages and modules: goroutines
-// released together, and the load and the rejections that the tests of the integration modules
-// (prom, otel) put on a pool before they check what their metrics report. It is imported by
-// tests only.
+// released together, and the load, the rejections, the losses and the storms that the tests of
+// the integration modules (prom, otel) put on a pool before they check what their metrics
+// report. It is imported by tests only.
 package crewtest
 
 import (
