@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/crewgo/crew"
+	"github.com/crewgo/crew/internal/crewtest"
 	crewotel "github.com/crewgo/crew/otel"
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -22,16 +23,6 @@ func adv2Await(t *testing.T, what string, ch <-chan struct{}) {
 	case <-time.After(10 * time.Second):
 		t.Fatalf("timed out after 10 s waiting for %s", what)
 	}
-}
-
-// adv2Go runs f on a goroutine and returns a channel closed when it returns.
-func adv2Go(f func()) <-chan struct{} {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		f()
-	}()
-	return done
 }
 
 // adv2HookCounts collects r once and returns the count of each explicit-bucket histogram
@@ -96,7 +87,7 @@ func TestAdv2CollectionAfterKnownTrafficOfOnePoolReadsEveryValueBack(t *testing.
 		t.Fatalf("SubmitContext with an ended context = %v", err)
 	}
 	release <- struct{}{}
-	adv2Await(t, "Wait", adv2Go(p.Wait))
+	adv2Await(t, "Wait", crewtest.Go(p.Wait))
 	if err := p.Submit(block); err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +97,7 @@ func TestAdv2CollectionAfterKnownTrafficOfOnePoolReadsEveryValueBack(t *testing.
 		t.Fatal("Cancel of a queued function reported false")
 	}
 	release <- struct{}{}
-	adv2Await(t, "Wait", adv2Go(p.Wait))
+	adv2Await(t, "Wait", crewtest.Go(p.Wait))
 	p.Pause()
 	if err := p.Submit(func() { t.Error("a task StopNow returned ran") }); err != nil {
 		t.Fatal(err)
@@ -141,7 +132,7 @@ func TestAdv2CollectionAfterKnownTrafficOfOnePoolReadsEveryValueBack(t *testing.
 	if back := p.StopNow(); len(back) != 1 {
 		t.Fatalf("StopNow returned %d tasks, want the paused one", len(back))
 	}
-	adv2Await(t, "StopAndWait", adv2Go(p.StopAndWait))
+	adv2Await(t, "StopAndWait", crewtest.Go(p.StopAndWait))
 	want["crew.tasks.waiting"], want["crew.tasks.returned"], want["crew.workers.idle"] = 0, 1, 0
 	want["crew.pool.paused"] = map[bool]int64{true: 1}[p.Stats().Paused]
 	check("after StopAndWait")
@@ -172,8 +163,8 @@ func TestAdv2AnUnreferencedPoolStillReportsItsLastValues(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		adv2Await(t, "Keyed.Wait", adv2Go(k.Wait))
-		adv2Await(t, "Wait", adv2Go(p.Wait))
+		adv2Await(t, "Keyed.Wait", crewtest.Go(k.Wait))
+		adv2Await(t, "Wait", crewtest.Go(p.Wait))
 		deadline := time.Now().Add(10 * time.Second)
 		for p.Stats().Idle != 0 {
 			if time.Now().After(deadline) {

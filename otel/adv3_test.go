@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/crewgo/crew"
+	"github.com/crewgo/crew/internal/crewtest"
 	crewotel "github.com/crewgo/crew/otel"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 )
@@ -201,7 +202,7 @@ func (tr *adv3Tree) traffic(t *testing.T) (want map[string]map[string]int64, his
 	bg := context.Background()
 	wait := func(what string, p interface{ Wait() }) {
 		t.Helper()
-		adv2Await(t, what, adv2Go(p.Wait))
+		adv2Await(t, what, crewtest.Go(p.Wait))
 	}
 
 	// dis: a blocker runs, a queued task is dropped by a panicking one, a Goexit task after.
@@ -225,7 +226,7 @@ func (tr *adv3Tree) traffic(t *testing.T) (want map[string]map[string]int64, his
 	adv2Await(t, "cr blocker start", started)
 	adv3Must(t, "cr queued", tr.cr.Submit(func() {}))
 	var inline atomic.Bool
-	adv2Await(t, "the caller-run submit", adv2Go(func() {
+	adv2Await(t, "the caller-run submit", crewtest.Go(func() {
 		_ = tr.cr.Submit(func() { inline.Store(true); runtime.Goexit() })
 	}))
 	if !inline.Load() {
@@ -292,7 +293,7 @@ func (tr *adv3Tree) traffic(t *testing.T) (want map[string]map[string]int64, his
 	}
 	close(release)
 	var gerr error
-	adv2Await(t, "the group", adv2Go(func() { gerr = g.Wait() }))
+	adv2Await(t, "the group", crewtest.Go(func() { gerr = g.Wait() }))
 	if !errors.Is(gerr, context.DeadlineExceeded) {
 		t.Errorf("the group's error %v, want the task timeout's", gerr)
 	}
@@ -379,9 +380,9 @@ func TestAdvTreeKnownTrafficReportsEveryFieldOfEveryPool(t *testing.T) {
 	if back := tr.sub.StopNow(); len(back) != 3 {
 		t.Fatalf("sub.StopNow returned %d tasks, want 3 (its own, its Keyed's, its sub-pool's)", len(back))
 	}
-	adv2Await(t, "sub", adv2Go(tr.sub.Wait))
+	adv2Await(t, "sub", crewtest.Go(tr.sub.Wait))
 	adv3Must(t, "root after its sub-pool stopped", tr.root.Submit(func() {}))
-	adv2Await(t, "root", adv2Go(tr.root.Wait))
+	adv2Await(t, "root", crewtest.Go(tr.root.Wait))
 	if n := ran.Load(); n != 0 {
 		t.Errorf("%d tasks StopNow returned ran", n)
 	}
@@ -553,7 +554,7 @@ func TestAdvTreeUnregisterWhileTrafficRuns(t *testing.T) {
 	if n := late.Load(); n > 0 {
 		t.Errorf("%d Stats reads by collections that started after the pool's Unregister returned", n)
 	}
-	adv2Await(t, "the tree", adv2Go(func() {
+	adv2Await(t, "the tree", crewtest.Go(func() {
 		keyed.Wait()
 		for _, p := range tr.pools {
 			p.Wait()
@@ -610,7 +611,7 @@ func TestAdvTreeTwoPoolsUnderOneNameAndNilSources(t *testing.T) {
 			adv3Must(t, "q", q.Submit(func() {}))
 		}
 	}
-	adv2Await(t, "Wait", adv2Go(func() { q.Wait(); p.Wait() }))
+	adv2Await(t, "Wait", crewtest.Go(func() { q.Wait(); p.Wait() }))
 	if _, err := advCollect(reader); err != nil {
 		t.Fatalf("a collection of two pools under one name: %v", err)
 	}

@@ -12,7 +12,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/crewgo/crew"
 	"github.com/crewgo/crew/internal/crewtest"
@@ -235,22 +234,6 @@ func TestCallbackReadsOneSnapshotPerCollection(t *testing.T) {
 	}
 }
 
-// waitFor polls the pool's Stats until ok holds, failing the test after a deadline.
-func waitFor(t *testing.T, p crewotel.StatsSource, what string, ok func(crew.Stats) bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		s := p.Stats()
-		if ok(s) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s; last Stats %+v", what, s)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 func TestObserveReportsPoolAfterKnownWorkload(t *testing.T) {
 	meter, r := newMeter(t)
 	panics := make(chan any, 1)
@@ -270,7 +253,7 @@ func TestObserveReportsPoolAfterKnownWorkload(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, p, "both workers running", func(s crew.Stats) bool { return s.Running == 2 })
+	crewtest.Await(t, p, "both workers running", func(s crew.Stats) bool { return s.Running == 2 })
 	if err := p.Submit(func() { panic("boom") }); err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/crewgo/crew"
+	"github.com/crewgo/crew/internal/crewtest"
 	"github.com/crewgo/crew/prom"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -20,16 +21,6 @@ func adv2Await(t *testing.T, what string, ch <-chan struct{}) {
 	case <-time.After(10 * time.Second):
 		t.Fatalf("timed out after 10 s waiting for %s", what)
 	}
-}
-
-// adv2Go runs f on a goroutine and returns a channel closed when it returns.
-func adv2Go(f func()) <-chan struct{} {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		f()
-	}()
-	return done
 }
 
 // adv2Compare fails t unless the scrape's gauges and counters of pool are exactly want, by
@@ -79,7 +70,7 @@ func TestAdv2ScrapeAfterKnownTrafficOfOnePoolReadsEveryValueBack(t *testing.T) {
 		t.Fatalf("SubmitContext with an ended context = %v", err)
 	}
 	release <- struct{}{}
-	adv2Await(t, "Wait", adv2Go(p.Wait))
+	adv2Await(t, "Wait", crewtest.Go(p.Wait))
 
 	// Phase 2: a future canceled while queued behind a blocker is skipped.
 	if err := p.Submit(block); err != nil {
@@ -91,7 +82,7 @@ func TestAdv2ScrapeAfterKnownTrafficOfOnePoolReadsEveryValueBack(t *testing.T) {
 		t.Fatal("Cancel of a queued function reported false")
 	}
 	release <- struct{}{}
-	adv2Await(t, "Wait", adv2Go(p.Wait))
+	adv2Await(t, "Wait", crewtest.Go(p.Wait))
 
 	// Phase 3: a paused backlog.
 	p.Pause()
@@ -121,7 +112,7 @@ func TestAdv2ScrapeAfterKnownTrafficOfOnePoolReadsEveryValueBack(t *testing.T) {
 	if back := p.StopNow(); len(back) != 1 {
 		t.Fatalf("StopNow returned %d tasks, want the paused one", len(back))
 	}
-	adv2Await(t, "StopAndWait", adv2Go(p.StopAndWait))
+	adv2Await(t, "StopAndWait", crewtest.Go(p.StopAndWait))
 	select {
 	case <-ran:
 		t.Fatal("a task StopNow returned ran")
@@ -181,8 +172,8 @@ func TestAdv2AnUnreferencedPoolStillScrapesItsLastValues(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		adv2Await(t, "Keyed.Wait", adv2Go(k.Wait))
-		adv2Await(t, "Wait", adv2Go(p.Wait))
+		adv2Await(t, "Keyed.Wait", crewtest.Go(k.Wait))
+		adv2Await(t, "Wait", crewtest.Go(p.Wait))
 		deadline := time.Now().Add(10 * time.Second)
 		for p.Stats().Idle != 0 {
 			if time.Now().After(deadline) {

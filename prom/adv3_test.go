@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/crewgo/crew"
+	"github.com/crewgo/crew/internal/crewtest"
 	"github.com/crewgo/crew/prom"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -80,7 +81,7 @@ func (tr *adv3Tree) traffic(t *testing.T) (want map[string]map[string]float64, h
 	bg := context.Background()
 	wait := func(what string, p interface{ Wait() }) {
 		t.Helper()
-		adv2Await(t, what, adv2Go(p.Wait))
+		adv2Await(t, what, crewtest.Go(p.Wait))
 	}
 
 	// dis: a blocker runs, a queued task is dropped by a panicking one, a Goexit task after.
@@ -104,7 +105,7 @@ func (tr *adv3Tree) traffic(t *testing.T) (want map[string]map[string]float64, h
 	adv2Await(t, "cr blocker start", started)
 	adv3Must(t, "cr queued", tr.cr.Submit(func() {}))
 	var inline atomic.Bool
-	adv2Await(t, "the caller-run submit", adv2Go(func() {
+	adv2Await(t, "the caller-run submit", crewtest.Go(func() {
 		_ = tr.cr.Submit(func() { inline.Store(true); runtime.Goexit() })
 	}))
 	if !inline.Load() {
@@ -171,7 +172,7 @@ func (tr *adv3Tree) traffic(t *testing.T) (want map[string]map[string]float64, h
 	}
 	close(release)
 	var gerr error
-	adv2Await(t, "the group", adv2Go(func() { gerr = g.Wait() }))
+	adv2Await(t, "the group", crewtest.Go(func() { gerr = g.Wait() }))
 	if !errors.Is(gerr, context.DeadlineExceeded) {
 		t.Errorf("the group's error %v, want the task timeout's", gerr)
 	}
@@ -297,12 +298,12 @@ func TestAdvTreeKnownTrafficReadsBackEveryFieldOfEveryPool(t *testing.T) {
 	if len(back) != 3 {
 		t.Fatalf("sub.StopNow returned %d tasks, want 3 (its own, its Keyed's, its sub-pool's)", len(back))
 	}
-	adv2Await(t, "sub", adv2Go(tr.sub.Wait))
+	adv2Await(t, "sub", crewtest.Go(tr.sub.Wait))
 	if err := tr.cr.Submit(func() {}); !errors.Is(err, crew.ErrStopped) {
 		t.Errorf("Submit on a sub-pool of a sub-pool StopNow stopped = %v", err)
 	}
 	adv3Must(t, "root after its sub-pool stopped", tr.root.Submit(func() {}))
-	adv2Await(t, "root", adv2Go(tr.root.Wait))
+	adv2Await(t, "root", crewtest.Go(tr.root.Wait))
 	if n := ran.Load(); n != 0 {
 		t.Errorf("%d tasks StopNow returned ran", n)
 	}
@@ -468,7 +469,7 @@ func TestAdvTreeRegisterAndUnregisterWhileTrafficRuns(t *testing.T) {
 	wg.Wait()
 	scrapers.Wait()
 	tr.sub.Resume()
-	adv2Await(t, "the tree", adv2Go(func() {
+	adv2Await(t, "the tree", crewtest.Go(func() {
 		tr.keyed.Wait()
 		for _, p := range tr.pools {
 			p.Wait()
@@ -521,7 +522,7 @@ func TestAdvTreeTwoPoolsUnderOneNameAndNilSources(t *testing.T) {
 			adv3Must(t, "q", q.Submit(func() {}))
 		}
 	}
-	adv2Await(t, "Wait", adv2Go(func() { q.Wait(); p.Wait() }))
+	adv2Await(t, "Wait", crewtest.Go(func() { q.Wait(); p.Wait() }))
 	advQuietMatch(t, reg, map[string]prom.StatsSource{"same": p})
 	advQuietMatch(t, other, map[string]prom.StatsSource{"same": q})
 	if got := q.Stats().Accepted; got != 2 {
@@ -597,7 +598,7 @@ func TestAdvTreeKeyedOnASubPoolReportsItsPoolsLimitPauseAndLosses(t *testing.T) 
 		"crew_tasks_accepted_total": 3, "crew_tasks_waiting": 3, "crew_tasks_running": 0})
 	adv3Must(t, "leaf dropping", leaf.Submit(func() {}))
 	close(release)
-	adv2Await(t, "leaf", adv2Go(func() { k.Wait(); leaf.Wait() }))
+	adv2Await(t, "leaf", crewtest.Go(func() { k.Wait(); leaf.Wait() }))
 	if n := ran.Load(); n != 0 {
 		t.Errorf("%d dropped keyed tasks ran", n)
 	}
@@ -622,7 +623,7 @@ func TestAdvTreeKeyedOnASubPoolReportsItsPoolsLimitPauseAndLosses(t *testing.T) 
 	if len(back) != 4 {
 		t.Fatalf("root.StopNow returned %d tasks, want the 4 keyed ones", len(back))
 	}
-	adv2Await(t, "the tree", adv2Go(func() { k.Wait(); leaf.Wait(); mid.Wait(); root.Wait() }))
+	adv2Await(t, "the tree", crewtest.Go(func() { k.Wait(); leaf.Wait(); mid.Wait(); root.Wait() }))
 	if n := ran.Load(); n != 0 {
 		t.Errorf("%d keyed tasks StopNow returned ran", n)
 	}
@@ -683,7 +684,7 @@ func TestAdvTreeShutdownThatGivesUpSkipsAcrossTheTreeAndExportsIt(t *testing.T) 
 		}
 	}
 	var gerr error
-	adv2Await(t, "the group", adv2Go(func() { gerr = g.Wait() }))
+	adv2Await(t, "the group", crewtest.Go(func() { gerr = g.Wait() }))
 	if !errors.Is(gerr, crew.ErrStopped) {
 		t.Errorf("the group: %v, want ErrStopped", gerr)
 	}
@@ -707,7 +708,7 @@ func TestAdvTreeShutdownThatGivesUpSkipsAcrossTheTreeAndExportsIt(t *testing.T) 
 		}
 	}
 	close(release)
-	adv2Await(t, "StopAndWait", adv2Go(root.StopAndWait))
+	adv2Await(t, "StopAndWait", crewtest.Go(root.StopAndWait))
 	want["leaf"]["crew_tasks_completed_total"] = 1
 	sc = advQuietMatch(t, reg, srcs)
 	for name, w := range want {
@@ -825,13 +826,13 @@ func TestAdvTreeKeyedOnADiscardingSubPoolScrapesConsistentlyUnderChurn(t *testin
 			}
 		}()
 	}
-	adv2Await(t, "the submitters", adv2Go(submitters.Wait))
+	adv2Await(t, "the submitters", crewtest.Go(submitters.Wait))
 	root.Pause()
 	back := root.StopNow()
 	close(stop)
 	churn.Wait()
 	scrapers.Wait()
-	adv2Await(t, "the tree", adv2Go(func() { k.Wait(); root.StopAndWait() }))
+	adv2Await(t, "the tree", crewtest.Go(func() { k.Wait(); root.StopAndWait() }))
 	sc := advQuietMatch(t, reg, srcs)
 	ks := k.Stats()
 	if got := uint64(keyedRan.Load()); got != ks.Completed+ks.Panicked {
@@ -934,7 +935,7 @@ func TestAdvTreeShutdownOfASubPoolSkipsOnlyItsSubtree(t *testing.T) {
 	for i, f := range kept {
 		var v int
 		var err error
-		adv2Await(t, "a function outside the subtree", adv2Go(func() { v, err = f.Wait() }))
+		adv2Await(t, "a function outside the subtree", crewtest.Go(func() { v, err = f.Wait() }))
 		if err != nil || v != i+1 {
 			t.Errorf("function %d outside the subtree: %d, %v; want %d, nil", i, v, err, i+1)
 		}
@@ -947,7 +948,7 @@ func TestAdvTreeShutdownOfASubPoolSkipsOnlyItsSubtree(t *testing.T) {
 	}
 	close(leafRelease)
 	close(rootRelease)
-	adv2Await(t, "the tree", adv2Go(func() { leaf.Wait(); mid.Wait(); sib.Wait(); root.Wait() }))
+	adv2Await(t, "the tree", crewtest.Go(func() { leaf.Wait(); mid.Wait(); sib.Wait(); root.Wait() }))
 	if n := ran.Load(); n != 0 {
 		t.Errorf("%d skipped functions ran", n)
 	}
@@ -1003,10 +1004,10 @@ func TestAdvTreeCallerRunsUnderAPausedAncestorIsExportedWhenItEnds(t *testing.T)
 
 	var inline atomic.Int64
 	var err1 error
-	s1 := adv2Go(func() { err1 = leaf.Submit(func() { inline.Add(1) }) })
+	s1 := crewtest.Go(func() { err1 = leaf.Submit(func() { inline.Add(1) }) })
 	ctx, cancel := context.WithCancel(context.Background())
 	var err2 error
-	s2 := adv2Go(func() { err2 = leaf.SubmitContext(ctx, func() { inline.Add(100) }) })
+	s2 := crewtest.Go(func() { err2 = leaf.SubmitContext(ctx, func() { inline.Add(100) }) })
 	select {
 	case <-s1:
 		t.Fatalf("a caller-run submit under a paused root returned (%v) before Resume", err1)
@@ -1034,7 +1035,7 @@ func TestAdvTreeCallerRunsUnderAPausedAncestorIsExportedWhenItEnds(t *testing.T)
 
 	root.Pause()
 	var err3 error
-	s3 := adv2Go(func() { err3 = leaf.Submit(func() { inline.Add(1000) }) })
+	s3 := crewtest.Go(func() { err3 = leaf.Submit(func() { inline.Add(1000) }) })
 	select {
 	case <-s3:
 		t.Fatalf("a caller-run submit under a paused root returned (%v) before Resume", err3)
@@ -1049,7 +1050,7 @@ func TestAdvTreeCallerRunsUnderAPausedAncestorIsExportedWhenItEnds(t *testing.T)
 		t.Errorf("StopNow of the root returned %d tasks, want the one queued in the leaf", len(back))
 	}
 	close(release)
-	adv2Await(t, "StopAndWait", adv2Go(root.StopAndWait))
+	adv2Await(t, "StopAndWait", crewtest.Go(root.StopAndWait))
 	if n := inline.Load(); n != 1 {
 		t.Errorf("caller-run tasks added %d, want only the first (1)", n)
 	}

@@ -8,7 +8,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/crewgo/crew"
 	"github.com/crewgo/crew/internal/crewtest"
@@ -208,22 +207,6 @@ func TestCollectorPassesLint(t *testing.T) {
 	}
 }
 
-// waitFor polls the pool's Stats until ok holds, failing the test after a deadline.
-func waitFor(t *testing.T, p prom.StatsSource, what string, ok func(crew.Stats) bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		s := p.Stats()
-		if ok(s) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s; last Stats %+v", what, s)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 func TestCollectorReportsPoolAfterKnownWorkload(t *testing.T) {
 	panics := make(chan any, 1)
 	p := crew.New(2, crew.WithQueueSize(1), crew.WithNonBlocking(),
@@ -238,7 +221,7 @@ func TestCollectorReportsPoolAfterKnownWorkload(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, p, "both workers running", func(s crew.Stats) bool { return s.Running == 2 })
+	crewtest.Await(t, p, "both workers running", func(s crew.Stats) bool { return s.Running == 2 })
 	if err := p.Submit(func() { panic("boom") }); err != nil {
 		t.Fatal(err)
 	}
