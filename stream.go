@@ -346,7 +346,7 @@ func (s *seqRun[T, R]) push(v T, yield func(R, error) bool) bool {
 	if s.ordered {
 		s.order.push(t, s.limit)
 	}
-	t.c = call{Context: s.ctx, pool: s.p}
+	t.c.state.Store(queued) // a new claim; the call's context and pool are the holder's for good
 	switch r := s.p.core.admit(t, true, s.ctx, s.h.helps()); r {
 	case worker.Accepted:
 		s.running++
@@ -497,20 +497,27 @@ func (s *seqRun[T, R]) take() *seqTask[T, R] {
 		s.free = s.free[:n-1]
 		return t
 	}
-	return &seqTask[T, R]{s: s}
+	return &seqTask[T, R]{s: s, c: call{Context: s.ctx, pool: s.p}}
 }
 
-// release clears t, so that it keeps nothing alive, and keeps it for reuse, unless its place
-// in p's queue is still to be reached by a worker (husk), or p gives its functions a task
-// timeout: the timer's context has t's call as its parent, and a timer that fires as the
-// function returns reads that parent from the timer's goroutine after t was handed back
-// (TestAmidTaskTimeoutOnNestedSubPools found it under -race), so t is left to the garbage
-// collector, as it is.
+// release clears t's value and result, so that it keeps nothing alive, and keeps it for
+// reuse, unless its place in p's queue is still to be reached by a worker (husk), or p gives
+// its functions a task timeout: the timer's context has t's call as its parent, and a timer
+// that fires as the function returns reads that parent from the timer's goroutine after t was
+// handed back (TestAmidTaskTimeoutOnNestedSubPools found it under -race), so t is left to the
+// garbage collector, as it is.
+//
+// t's call keeps its context and pool, the range's, which no holder's reuse writes again: a
+// function run in t may have made waits from t's call, and a worker that reaches the place of
+// one of their functions later, claimed by such a wait, reads that context through its own
+// (TestAdv5WaitNestedStreamHolderIsNotReusedWhileAWorkerReadsIt).
 func (s *seqRun[T, R]) release(t *seqTask[T, R]) {
 	if t.husk || s.p.core.cfg.taskTimeout > 0 {
 		return // the worker that reaches it reads its claim: it stays as it is
 	}
-	*t = seqTask[T, R]{s: s}
+	var zero seqTask[T, R]
+	t.v, t.r, t.err, t.done = zero.v, zero.r, nil, false
+	t.c.returned = false
 	// A wait's list of functions it may run (helper.queue) may still hold t: cleared, its
 	// claim would read as queued, and the wait would run an empty holder
 	// (TestMapSeqWaitRunsNoHolderItHasFreed). push gives it a new claim when it reuses it.
