@@ -594,7 +594,6 @@ func TestAdv5WaitOnAPoolBelowOrBesideOnLimitOne(t *testing.T) {
 // waiting "as Wait would"; a function of New(1) that ranges over the futures it gave its
 // own pool from the context crew gave it sees each of them complete.
 func TestAdv5WaitRangeOverCompletedInsideAFunctionOfAPoolOfOne(t *testing.T) {
-	t.Skip("fault: ranging over Completed of GoContext futures inside a function of New(1) waits for ever, though each future's Wait would run its function")
 	t.Parallel()
 	p := crew.New(1)
 	f := crew.GoContext(context.Background(), p, func(ctx context.Context) (int, error) {

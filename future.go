@@ -7,6 +7,7 @@ import (
 	"iter"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/crewgo/crew/internal/worker"
 )
@@ -301,8 +302,10 @@ func (f *Future[R]) finish(v R, err error) {
 // function. A future completes before its Wait returns and its Done channel is closed, so one
 // completed by a function that waited for another future comes after that future. The futures
 // that have already completed when a range starts come first, in the order of fs. A range
-// waits for the next future to complete, as Wait would; one that never completes keeps the
-// range waiting. A future given twice is yielded twice.
+// waits for the next future to complete, as Wait would: inside a function of the futures'
+// pool, it runs their functions that no worker has taken yet itself (package documentation,
+// "Waits that help"). One that never completes keeps the range waiting. A future given
+// twice is yielded twice.
 //
 // Breaking out of the loop leaves nothing behind: no goroutine is started, and the futures not
 // yet yielded forget the range. Each range yields every future of fs again; ranges may run at
@@ -333,11 +336,59 @@ func Completed[R any](fs ...*Future[R]) iter.Seq[*Future[R]] {
 			}
 		}()
 		for ; n < len(fs); n++ {
-			if !yield(<-out) {
+			if !yield(nextCompleted(out, fs)) {
 				return
 			}
 		}
 	}
+}
+
+// nextCompleted returns the next future of fs to complete, received on out. While none has,
+// a range inside a function of their pool runs their functions that no worker has taken yet
+// itself, newest first, as their Wait would (help.go); while the pool holds their starts back
+// (a pause, a rate limit), it looks again every pausePoll.
+func nextCompleted[R any](out <-chan *Future[R], fs []*Future[R]) *Future[R] {
+	for {
+		select {
+		case f := <-out:
+			return f
+		default:
+		}
+		ran, held := helpOneOf(fs)
+		if ran {
+			continue
+		}
+		if !held {
+			return <-out
+		}
+		t := time.NewTimer(pausePoll)
+		select {
+		case f := <-out:
+			t.Stop()
+			return f
+		case <-t.C:
+		}
+	}
+}
+
+// helpOneOf runs the newest function of fs whose Wait would run it, if its pool lets it
+// start now (ran); held reports that one could have run but its pool holds starts back.
+func helpOneOf[R any](fs []*Future[R]) (ran, held bool) {
+	for i := len(fs) - 1; i >= 0; i-- {
+		f := fs[i]
+		x := f.x
+		if x == nil || !x.h.helps() || !x.h.slot.running() || f.claim.state.Load() != queued {
+			continue
+		}
+		if doomedTask(f) || x.c.pool.core.e.Lends() {
+			if f.lend() {
+				runLent(x.c.pool, f)
+			}
+			return true, false
+		}
+		held = true
+	}
+	return false, held
 }
 
 // notify sends f on out once it has completed: now, if it has.

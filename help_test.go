@@ -655,3 +655,43 @@ func TestLentPlaceAtTheHeadLeavesTheQueue(t *testing.T) {
 		}
 	}
 }
+
+// TestCompletedHelpsInsideAFunctionAndWaitsOutAPause: a range over Completed inside a function
+// of New(1) runs the futures' functions itself, newest first, as their Wait would; while the
+// pool is paused it runs none, and once it is resumed it goes on.
+func TestCompletedHelpsInsideAFunctionAndWaitsOutAPause(t *testing.T) {
+	p := crew.New(1)
+	defer p.StopAndWait()
+	ranging, resumed := make(chan struct{}), make(chan struct{})
+	var order []int
+	f := crew.GoContext(context.Background(), p, func(ctx context.Context) ([]int, error) {
+		var fs []*crew.Future[int]
+		for i := range 3 {
+			fs = append(fs, crew.GoContext(ctx, p, func(context.Context) (int, error) { return i, nil }))
+		}
+		p.Pause()
+		close(ranging)
+		for f := range crew.Completed(fs...) {
+			select {
+			case <-resumed:
+			default:
+				return nil, errors.New("a function ran while the pool was paused")
+			}
+			v, err := f.Wait()
+			if err != nil {
+				return nil, err
+			}
+			order = append(order, v)
+		}
+		return order, nil
+	})
+	awaitReturn(t, "the range to start", ranging)
+	time.Sleep(3 * crew.PausePoll) // the range looks again a few times, paused
+	close(resumed)
+	p.Resume()
+	got, err := returnsWithin2(t, "the function ranging over Completed", f.Wait)
+	must(t, err)
+	if !slices.Equal(got, []int{2, 1, 0}) {
+		t.Fatalf("Completed yielded %v, want the functions run newest first: [2 1 0]", got)
+	}
+}
