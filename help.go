@@ -126,11 +126,29 @@ func (h *helper) helpOne() bool {
 // taken out if it is still the newest in the queue, as it is when the waiting function
 // queued t last, or the oldest, next for a worker; a blocked submitter moves into the room
 // (TestAdvLifeAFunctionAWaitRanLeavesNoTaskWaiting, TestLentPlaceAtTheHeadLeavesTheQueue).
+//
+// On a sub-pool, t may have been handed to a worker started for it, waiting in the parent's
+// queue: on a bounded parent queue that worker, which has nothing to run, is taken out too if
+// it is the newest or the oldest there (TestLentSubPoolFunctionLeavesNoWorkerAbove).
 func runLent(p *Pool, t task) {
 	p.core.e.RunClaimed(t, sameTask)
 	if p.core.cfg.queueSize > 0 {
 		p.core.e.DropPlace(t, sameTask)
 	}
+	if q := p.parent; q != nil && q.core.cfg.queueSize > 0 {
+		// The worker, if any, waits at the sub-pool's level: the probe stands for it there.
+		probe := &subWorker{first: t, level: p.core.cfg.priority}
+		if q.core.e.DropStarted(probe, sameFirst) {
+			p.core.e.Abandon(t)
+		}
+	}
+}
+
+// sameFirst reports whether a and b are sub-pools' workers started for the same task.
+func sameFirst(a, b task) bool {
+	wa, ok := a.(*subWorker)
+	wb, _ := b.(*subWorker)
+	return ok && wb != nil && wa.first == wb.first
 }
 
 // sameTask reports whether a and b are one task. Tasks that are claimers are pointers, and a

@@ -695,3 +695,47 @@ func TestCompletedHelpsInsideAFunctionAndWaitsOutAPause(t *testing.T) {
 		t.Fatalf("Completed yielded %v, want the functions run newest first: [2 1 0]", got)
 	}
 }
+
+// TestLentSubPoolFunctionLeavesNoWorkerAbove: a function on a sub-pool of limit 2 under a root
+// of limit 1 with a queue of one makes a group (or a future) on its sub-pool and waits, the
+// wait running the function itself. The worker the sub-pool had started for it, waiting in
+// the root's queue, leaves too: the root's Waiting is 0 and its TrySubmit is accepted, and
+// every pool's counters add up at the end. With the sub-pool at a priority level, too.
+func TestLentSubPoolFunctionLeavesNoWorkerAbove(t *testing.T) {
+	for _, level := range []int{0, 3} {
+		for _, how := range []string{"group", "future"} {
+			what := fmt.Sprintf("level %d, %s", level, how)
+			root := crew.New(1, crew.WithQueueSize(1))
+			mid := root.Sub(2, crew.WithPriority(level))
+			var rs, ms crew.Stats
+			var tried bool
+			f := crew.GoContext(context.Background(), mid, func(ctx context.Context) (int, error) {
+				if how == "group" {
+					g, _ := mid.Group(ctx)
+					g.Go(func(context.Context) error { return nil })
+					if err := g.Wait(); err != nil {
+						return 0, err
+					}
+				} else if _, err := crew.GoContext(ctx, mid, func(context.Context) (int, error) { return 1, nil }).Wait(); err != nil {
+					return 0, err
+				}
+				rs, ms = root.Stats(), mid.Stats()
+				tried = root.TrySubmit(func() {})
+				return 0, nil
+			})
+			_, err := returnsWithin2(t, what, f.Wait)
+			must(t, err)
+			if ms.Waiting != 0 || rs.Waiting != 0 || !tried {
+				t.Errorf("%s: the sub-pool's Waiting %d, the root's %d, root TrySubmit %v; want 0, 0, true (root %+v)",
+					what, ms.Waiting, rs.Waiting, tried, rs)
+			}
+			awaitReturn(t, what+": Wait", goRun(root.Wait))
+			for name, p := range map[string]*crew.Pool{"root": root, "sub-pool": mid} {
+				if s := p.Stats(); s.Accepted != s.Completed+s.Panicked+s.Skipped || s.Waiting != 0 || s.Running != 0 {
+					t.Errorf("%s: %s Stats %+v at the end: every accepted task must have ended once", what, name, s)
+				}
+			}
+			root.StopAndWait()
+		}
+	}
+}

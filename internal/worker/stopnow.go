@@ -20,6 +20,26 @@ func (e *Engine[T]) Freeze() {
 	e.mu.Unlock()
 }
 
+// DropStarted takes out of the queue a sub-pool's worker that will run nothing: same(a, v)
+// tells it, for v the task the sub-pool started it for, which another party has run (see
+// DropPlace). Only the newest and the oldest task of v's level are looked at, so it takes
+// constant time. The worker counts as completed, as one that found nothing to run; a
+// submitter blocked on the full queue moves into the room made. The caller then tells the
+// sub-pool's engine (Abandon). It reports whether it took the worker out.
+func (e *Engine[T]) DropStarted(v T, same func(a, b T) bool) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if _, ok := e.queue.dropLastAt(v, same); !ok {
+		if _, ok = e.queue.dropFirstAt(v, same); !ok {
+			return false
+		}
+	}
+	e.end(Completed, 1)
+	e.admitBlocked(1)
+	e.checkExited()
+	return true
+}
+
 // Abandon tells the engine that the worker Config.Start was asked to run for first will never
 // run: first ends unrun, counted as removed, and the worker's counts are taken back. It
 // reports whether another party had claimed first (Config.Take): the caller then drops it.
