@@ -92,8 +92,8 @@ func engineConfig[T any](c config, run func(T)) worker.Config[T] {
 // newest or the oldest of its level; one with tasks queued both before and after it leaves
 // when a worker reaches it, and takes room until then, though [Stats] no longer counts it
 // as waiting. Likewise, when the function was a sub-pool's and the sub-pool had already
-// started a worker for it, that worker waits in the parent's queue until a worker of the
-// parent reaches it, and takes room in a bounded parent queue until then.
+// started a worker for it, waiting in the parent's queue, that worker leaves at once if it is
+// the newest or the oldest there, and otherwise when a worker of the parent reaches it.
 func WithQueueSize(n int) Option {
 	if n < 0 {
 		panic(fmt.Sprintf("crew: WithQueueSize: n must be >= 0, got %d", n))
