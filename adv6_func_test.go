@@ -519,16 +519,17 @@ func TestAdv6FuncNilArgumentsAndMisuse(t *testing.T) {
 	var nilPool *crew.FuncPool[int]
 	live := crew.NewFunc(1, func(int) {})
 	defer live.StopAndWait()
+	var nilCtx context.Context
 	checkPanics(t, []panicCase{
 		{"NewFunc nil fn", func() { crew.NewFunc[int](1, nil) }, "crew: NewFunc: fn must not be nil"},
 		{"NewFunc zero", func() { crew.NewFunc(0, func(int) {}) }, "crew: NewFunc: maxWorkers must be >= 1 or CPUs, got 0"},
-		{"InvokeContext nil ctx", func() { _ = live.InvokeContext(nil, 1) }, "crew: InvokeContext: ctx must not be nil"}, //nolint:staticcheck
+		{"InvokeContext nil ctx", func() { _ = live.InvokeContext(nilCtx, 1) }, "crew: InvokeContext: ctx must not be nil"},
 		{"nil Invoke", func() { _ = nilPool.Invoke(1) }, "crew: Invoke: nil *FuncPool"},
 		{"nil StopNow", func() { nilPool.StopNow() }, "crew: StopNow: nil *FuncPool"},
 		{"nil Pause", func() { nilPool.Pause() }, "crew: Pause: nil *FuncPool"},
 		{"nil Stats", func() { nilPool.Stats() }, "crew: Stats: nil *FuncPool"},
 		{"nil Shutdown", func() { _ = nilPool.Shutdown(context.Background()) }, "crew: Shutdown: nil *FuncPool"},
-		{"Shutdown nil ctx", func() { _ = live.Shutdown(nil) }, "crew: Shutdown: ctx must not be nil"}, //nolint:staticcheck
+		{"Shutdown nil ctx", func() { _ = live.Shutdown(nilCtx) }, "crew: Shutdown: ctx must not be nil"},
 	})
 	if live.Stopped() {
 		t.Fatal("Shutdown(nil) stopped the pool")
