@@ -37,7 +37,9 @@ import (
 // If ctx has ended when a range starts, the sequence yields (zero, ctx.Err()) once and ends;
 // otherwise, if p is stopped, (zero, [ErrStopped]) once; in is not pulled. If ctx ends during
 // the range, pulling stops, the results of the calls already made are yielded as above, and
-// (zero, ctx.Err()) is yielded last if none of them failed; the same with [ErrStopped] when a
+// (zero, ctx.Err()) is yielded last if none of them failed (a call still queued then is
+// skipped, and fails with ctx's cause, [context.Cause]: with a cause given to ctx, that is
+// what the range yields); the same with [ErrStopped] when a
 // [Pool.Shutdown] of p gives up during the range. Waiting for room in a full bounded queue
 // gives up when ctx ends or a call fails.
 //
