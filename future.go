@@ -158,14 +158,24 @@ func (f *Future[R]) Wait() (R, error) {
 func (f *Future[R]) help() {
 	x := f.x
 	for f.claim.state.Load() == queued && x.h.slot.running() {
-		if doomedTask(f) || x.c.pool.core.e.Lends() {
-			if f.lend() {
-				runLent(x.c.pool, f)
-			}
+		if f.lendNow() {
 			return
 		}
 		nap(x.c.pool, f.Done())
 	}
+}
+
+// lendNow runs f's function on the caller, or fails it if it will be skipped, when its pool
+// lets it start now, and reports whether it did; false while the pool holds starts back.
+func (f *Future[R]) lendNow() bool {
+	x := f.x
+	if !doomedTask(f) && !x.c.pool.core.e.Lends() {
+		return false
+	}
+	if f.lend() {
+		runLent(x.c.pool, f)
+	}
+	return true
 }
 
 // Cancel keeps the function from running if no worker has taken it yet, and reports whether
@@ -380,10 +390,7 @@ func helpOneOf[R any](fs []*Future[R]) (ran, held bool) {
 		if x == nil || !x.h.helps() || !x.h.slot.running() || f.claim.state.Load() != queued {
 			continue
 		}
-		if doomedTask(f) || x.c.pool.core.e.Lends() {
-			if f.lend() {
-				runLent(x.c.pool, f)
-			}
+		if f.lendNow() {
 			return true, false
 		}
 		held = true

@@ -200,7 +200,7 @@ func (q *Queue[T]) LastAt(v T, same func(a, b T) bool) (at int64, ok bool) {
 // DropFirstAt removes the oldest value if same(it, v) reports true, and returns the stamp
 // kept beside it; ok is false, and the queue as it was, otherwise.
 func (q *Queue[T]) DropFirstAt(v T, same func(a, b T) bool) (at int64, ok bool) {
-	if q.n == 0 || !same(q.head.items[q.first], v) {
+	if _, ok = q.FirstAt(v, same); !ok {
 		return 0, false
 	}
 	_, at, ok = q.PopAt()

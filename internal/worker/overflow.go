@@ -208,15 +208,16 @@ func (e *Engine[T]) runInline(arg T, since int64) bool { return e.runHere(arg, s
 // the newest or the oldest of its level, as it is when the caller queued arg last or a worker
 // is about to meet it; otherwise, found in constant time or not at all, from now.
 func (e *Engine[T]) RunClaimed(arg T, same func(a, b T) bool) {
-	since := e.now()
 	if e.timed {
 		e.mu.Lock()
-		if at, ok := e.queue.stampAtEnd(arg, same); ok {
-			since = at
-		}
+		at, ok := e.queue.stampAtEnd(arg, same)
 		e.mu.Unlock()
+		if ok {
+			e.runHere(arg, at, true)
+			return
+		}
 	}
-	e.runHere(arg, since, true)
+	e.runHere(arg, e.now(), true)
 }
 
 // now returns the current time as a submit's stamp (see stamp), or 0 when the engine does
