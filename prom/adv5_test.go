@@ -558,7 +558,7 @@ func TestAdv5PromEveryRefusalCountsInExactlyOneCounter(t *testing.T) {
 	}
 	release <- struct{}{}
 	p.Wait()
-	p.Stop()
+	p.StopAndWait() // Stop alone lets the idle worker leave between the scrape and Stats below
 	if err := p.Submit(func() {}); err != crew.ErrStopped {
 		t.Fatalf("Submit after Stop = %v", err)
 	}
