@@ -261,7 +261,10 @@ type innerKey struct{}
 // MapSeq) end every way (nil, an error, panic(nil), runtime.Goexit) on a pool whose full
 // queue makes submitters run them (CallerRuns) and whose functions make nested groups whose
 // waits run them: each function that runs is seen by both hooks once, receives both values,
-// and both ends run once, the later hook's first, with its outcome; none is skipped.
+// and both ends run once, the later hook's first, with its outcome; none is skipped. A
+// function that calls runtime.Goexit while its submitter runs it ends the submitter's
+// goroutine, whose later calls are then never made; what it had submitted still runs, and
+// p.Wait waits for it.
 func TestAdvLifeContextHooksSeeEachRunOnceWhateverRunsIt(t *testing.T) {
 	t.Parallel()
 	var entered, ended, endedNil, started, finished, bodies, bodyErrs atomic.Int64
@@ -341,8 +344,17 @@ func TestAdvLifeContextHooksSeeEachRunOnceWhateverRunsIt(t *testing.T) {
 			for i := range n {
 				all.Go(func(ctx context.Context) error { return body(ctx, i) })
 			}
-			// A nested group made inside a function: its wait runs what no worker took.
+			// A nested group made inside a function: its wait runs what no worker took. The
+			// function is counted as the others are; it ends with an error when a function of
+			// its group that it ran itself (CallerRuns) calls runtime.Goexit on its goroutine.
 			all.Go(func(ctx context.Context) error {
+				bodies.Add(1)
+				returned := false
+				defer func() {
+					if !returned {
+						bodyErrs.Add(1)
+					}
+				}()
 				inner, _ := p.GroupAll(ctx)
 				for i := range n {
 					inner.Go(func(ctx context.Context) error { return body(ctx, i) })
@@ -350,6 +362,7 @@ func TestAdvLifeContextHooksSeeEachRunOnceWhateverRunsIt(t *testing.T) {
 				if err := inner.Wait(); err == nil {
 					t.Error("the nested group's Wait returned nil, want the joined errors")
 				}
+				returned = true
 				return nil
 			})
 			r, _ := crew.NewResults[int](bg, p)
