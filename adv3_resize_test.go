@@ -1661,8 +1661,14 @@ func TestAdvResizeGrowingAParentStartsTheHigherLevelFirst(t *testing.T) {
 				t.Fatalf("in the 2 slots a Resize made, %d higher-level tasks started and %d lower-level ones while higher-level ones waited; hi %+v, lo %+v",
 					hiStarted.Load(), early.Load(), hi.Stats(), lo.Stats())
 			}
-			for range 7 {
+			// One release at a time, each slot filled again before the next: a task handed to a
+			// worker may run its first line after a task started later has run its own, so
+			// without the wait a lower-level task could count a higher-level one that had
+			// started as not started yet.
+			for k := range 7 {
 				g.releaseOne(t)
+				want := int64(min(7, 4+k))
+				waitFor(t, "the freed slot to be filled", func() bool { return g.started.Load() == want })
 			}
 			waitTree(t, "end", []*resizeNode{rootN, hiN, loN})
 			if e := early.Load(); e != 0 {

@@ -855,6 +855,14 @@ func TestAdvNestedPausedWaitEndsByStopNowStopShutdownCancelOrTimeout(t *testing.
 					paused.Pause()
 					close(gate)
 					time.Sleep(2 * time.Millisecond) // the wait naps
+					switch w.name {
+					case "Group", "GroupAll", "Results", "GoContext":
+						if how == "Stop" || how == "Shutdown" {
+							// They submit all n functions before their wait: every one is
+							// accepted before the pools stop, however slow the machine.
+							waitFor(t, what+": the functions to queue", func() bool { return chain[target].Stats().Waiting >= n })
+						}
+					}
 					if got := ran.Load(); got != 0 {
 						t.Fatalf("%s: %d functions ran while paused", what, got)
 					}
