@@ -181,6 +181,15 @@ func (o *observer[T]) stamp(clock func() int64) int64 {
 	return clock()
 }
 
+// records is the engine's worker.Config.Records: o's histograms, for an observer that does
+// nothing but record (no hooks, no adaptive limit); nil otherwise.
+func (o *observer[T]) records(c config) *worker.Records[T] {
+	if o.wait == nil || len(o.hooks) > 0 || c.adaptiveMin > 0 {
+		return nil
+	}
+	return &worker.Records[T]{Wait: o.wait, Run: o.run, Weight: o.weight, Skip: o.skip}
+}
+
 // sample is the engine's worker.Config.Sample: time one task in it (0 or 1: every task).
 func (o *observer[T]) sample() uint32 { return uint32(o.weight) }
 

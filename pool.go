@@ -429,7 +429,7 @@ func (c *core[T]) ended() bool {
 func (c *core[T]) init(cfg config, ec worker.Config[T], above []ctxWatch, halt func(), skip func(T) bool) {
 	c.cfg = cfg
 	if c.obs = newObserver(cfg, skip); c.obs != nil {
-		ec.Observer, ec.Sample = c.obs, c.obs.sample()
+		ec.Observer, ec.Sample, ec.Records = c.obs, c.obs.sample(), c.obs.records(cfg)
 		if c.obs.watchesSubmits() {
 			c.onSubmit = c.obs
 		}

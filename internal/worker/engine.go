@@ -166,6 +166,9 @@ type Config[T any] struct {
 	// Sample, above 1, has the engine time one task in Sample, picked at random at its
 	// submit, and tell Observer of that one only: see observe.go.
 	Sample uint32
+	// Records, when set with Observer, stands in for Observer's Started and Finished, which
+	// are then not called: see observe.go.
+	Records *Records[T]
 	// Parent, when set, is the engine whose workers run this one's (a sub-pool's parent). A
 	// task of this engine starts on a worker of the parent, which the parent starts under
 	// its own limit, pause, rate and priority, and so on up; a worker that goes on to another
