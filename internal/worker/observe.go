@@ -31,6 +31,9 @@ import (
 // plain paths through Submit and next as one without; TestQueuedTasksWaitTheirOwnTime guards
 // the stamps there.
 //
+// With Config.Records set as well, the engine records the two times in Records' histograms
+// itself, and tells the Observer only of discarded tasks.
+//
 // With Config.Sample above 1, a submit picks its task for timing at random, one in Sample,
 // and stamps the others Unsampled without reading the clock; a worker reads no clock for an
 // Unsampled task and does not tell the Observer of it (started). The stamp travels as any
