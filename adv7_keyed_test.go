@@ -1494,3 +1494,39 @@ func TestAdv7KeyedDiscardOldestStormAccountsEveryTask(t *testing.T) {
 		t.Errorf("pool Stats = %+v, want every task and turn completed or discarded, %d plain drops among them", ps, plainDropped)
 	}
 }
+
+// NewKeyed: with WithQueueSize(n) "the next submit blocks until one starts"; Pool.Stop:
+// "submitters blocked on a full queue return ErrStopped" and Keyed.Submit "After the pool is
+// stopped it returns ErrStopped". A keyed task that submits with Submit into its own key,
+// whose waiting task fills the Keyed's bound, waits for a start that only its own return
+// allows: nothing in the documentation says the Keyed breaks that wait (as "Waits that help"
+// do for a pool's queue), and it lasts until the pool stops, which refuses the task with
+// ErrStopped and lets the accepted one run.
+func TestAdv7KeyedTaskBlockedOnItsOwnFullKeyWaitsForStop(t *testing.T) {
+	var h adv7Hooks
+	p := crew.New(1, crew.WithHooks(h.hooks()))
+	defer p.StopAndWait()
+	k := crew.NewKeyed[string](p, crew.WithQueueSize(1))
+	var x1Ran, x2Ran atomic.Int32
+	var got error
+	returned := make(chan struct{})
+	must(t, k.Submit("x", func() {
+		defer close(returned)
+		adv7NoErr(t, k.Submit("x", func() { x1Ran.Add(1) }))
+		got = k.Submit("x", func() { x2Ran.Add(1) })
+	}))
+	waitFor(t, "the task's second submit", func() bool { return h.queued.Load() == 3 })
+	stillBlocked(t, "a keyed task's Submit into its own full key", returned)
+	if s := k.Stats(); s.Running != 1 || s.Waiting != 1 || s.Accepted != 2 {
+		t.Errorf("Keyed Stats = %+v, want 1 running and 1 waiting", s)
+	}
+	p.Stop()
+	awaitReturn(t, "the blocked Submit after Stop", returned)
+	awaitReturn(t, "Keyed.Wait", goRun(k.Wait))
+	if !errors.Is(got, crew.ErrStopped) || x1Ran.Load() != 1 || x2Ran.Load() != 0 {
+		t.Errorf("Submit = %v, x1 ran %d, x2 ran %d; want ErrStopped, 1, 0", got, x1Ran.Load(), x2Ran.Load())
+	}
+	if s := k.Stats(); s.Accepted != 2 || s.Completed != 2 || s.Rejected != 0 {
+		t.Errorf("Keyed Stats = %+v, want 2 accepted and completed", s)
+	}
+}
