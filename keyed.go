@@ -112,6 +112,12 @@ func NewKeyed[K comparable](p *Pool, opts ...Option) *Keyed[K] {
 // stopped it returns [ErrStopped]; for a nil task, [ErrNilTask]. On error the task was not
 // accepted and never runs.
 //
+// A task of k that submits to k while k's bounded queue is full waits like any other
+// submitter, and no wait runs a keyed task on its caller: if the tasks waiting are its own
+// key's, which cannot start before it returns, the submit waits until the pool stops. Tasks
+// that submit to their own Keyed should use [Keyed.TrySubmit], [Keyed.SubmitContext] or
+// NewKeyed's [WithMaxWait].
+//
 // What the caller did before Submit happens before the task starts. A panic in the task goes
 // to the pool's panic handler ([WithPanicHandler]); the key's next task still runs, as it
 // does after a task that calls runtime.Goexit.
