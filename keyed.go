@@ -108,7 +108,8 @@ func NewKeyed[K comparable](p *Pool, opts ...Option) *Keyed[K] {
 // Submit queues task to run after every task submitted earlier with the same key. A nil
 // error means the task was accepted and will run exactly once, even if the pool is stopped
 // afterwards. Submit blocks only while the Keyed's bounded queue is full ([WithQueueSize] on
-// [NewKeyed]); under [WithNonBlocking] it returns [ErrQueueFull] instead. After the pool is
+// [NewKeyed]); under [WithNonBlocking] it returns [ErrQueueFull] instead, as it does once
+// NewKeyed's [WithMaxWait] has passed or past its [WithMaxBlocked]. After the pool is
 // stopped it returns [ErrStopped]; for a nil task, [ErrNilTask]. On error the task was not
 // accepted and never runs.
 //
