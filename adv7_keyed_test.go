@@ -968,15 +968,28 @@ func TestAdv7KeyedTaskWaitsForAnotherKeyed(t *testing.T) {
 	}
 }
 
-// NewKeyed: "with WithQueueSize(n), n accepted tasks may wait ..., and the next submit
-// blocks until one starts", "The pool's own WithQueueSize, WithMaxWait and WithMaxBlocked
-// bound the pool's queue, not the Keyed's". On a pool
+// NewKeyed: "with WithQueueSize(n), n accepted tasks may wait ..., and the next submit blocks
+// until one starts, or returns ErrQueueFull under WithNonBlocking", "It panics if ... another
+// option sets anything: the pool's options decide everything else"; Keyed: "The pool's
+// WithQueueSize does not bound keyed tasks; NewKeyed's own WithQueueSize does". On a pool
 // with WithQueueSize(1), WithMaxWait and WithMaxBlocked(1): a keyed submit blocked on the
 // Keyed's own bound is not cut short by the pool's MaxWait nor refused by its MaxBlocked (the
 // Keyed's wait is its own), three such submitters wait at once, and all are accepted once
 // room frees; meanwhile a plain submit to the pool's full queue gets ErrQueueFull after the
-// pool's MaxWait. (NewKeyed's own WithMaxWait and WithMaxBlocked: keyed_bounds_synctest_test.go.)
+// pool's MaxWait; and NewKeyed refuses both options.
 func TestAdv7KeyedBoundIgnoresThePoolsMaxWaitAndMaxBlocked(t *testing.T) {
+	for _, opt := range []crew.Option{crew.WithMaxWait(time.Millisecond), crew.WithMaxBlocked(1)} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Error("NewKeyed with a pool-only overflow option did not panic")
+				}
+			}()
+			p := crew.New(1)
+			defer p.StopAndWait()
+			crew.NewKeyed[int](p, crew.WithQueueSize(1), opt)
+		}()
+	}
 	const maxWait = 5 * time.Millisecond
 	var h adv7Hooks
 	p := crew.New(1, crew.WithQueueSize(1), crew.WithMaxWait(maxWait), crew.WithMaxBlocked(1), crew.WithHooks(h.hooks()))

@@ -374,10 +374,10 @@ func TestAdvKQPoolQueueBoundAndPolicyNeverApplyToKeyedTasks(t *testing.T) {
 	}
 }
 
-// NewKeyed: "It panics if p is nil or another option sets anything: the pool's options
-// decide everything else." Every pool option other than WithQueueSize, WithNonBlocking,
-// WithMaxWait, WithMaxBlocked and WithOverflow(Reject), given with a value that changes
-// something, must make NewKeyed panic, rather than be silently ignored.
+// NewKeyed: "It panics if p is nil or another option is given: the pool's options decide
+// everything else." Every pool option other than WithQueueSize and WithNonBlocking, given
+// with a value that changes something, must make NewKeyed panic, rather than be silently
+// ignored.
 func TestAdvKQNewKeyedPanicsOnEveryPoolOnlyOption(t *testing.T) {
 	p := crew.New(2)
 	defer p.StopAndWait()
@@ -386,6 +386,8 @@ func TestAdvKQNewKeyedPanicsOnEveryPoolOnlyOption(t *testing.T) {
 	opts := map[string]crew.Option{
 		"WithOverflow(CallerRuns)":    crew.WithOverflow(crew.CallerRuns),
 		"WithOverflow(DiscardOldest)": crew.WithOverflow(crew.DiscardOldest),
+		"WithMaxWait":                 crew.WithMaxWait(time.Second),
+		"WithMaxBlocked":              crew.WithMaxBlocked(1),
 		"WithDiscardHandler":          crew.WithDiscardHandler(func(any) {}),
 		"WithRateLimit":               crew.WithRateLimit(10, 1),
 		"WithPriority":                crew.WithPriority(1),
@@ -409,8 +411,7 @@ func TestAdvKQNewKeyedPanicsOnEveryPoolOnlyOption(t *testing.T) {
 			crew.NewKeyed[int](p, opt)
 		}()
 	}
-	for _, ok := range []crew.Option{crew.WithQueueSize(3), crew.WithNonBlocking(), crew.WithOverflow(crew.Reject),
-		crew.WithMaxWait(time.Second), crew.WithMaxBlocked(1), nil} {
+	for _, ok := range []crew.Option{crew.WithQueueSize(3), crew.WithNonBlocking(), crew.WithOverflow(crew.Reject), nil} {
 		crew.NewKeyed[int](p, ok) // must not panic
 	}
 }

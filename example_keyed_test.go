@@ -3,7 +3,6 @@ package crew_test
 import (
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/crewgo/crew"
 )
@@ -45,33 +44,6 @@ func ExampleKeyed_Submit() {
 	// Output:
 	// [step 0 step 1 step 2]
 	// [step 0 step 1 step 2]
-}
-
-// A Keyed whose backlog is bounded: at most 2 tasks wait over all keys, a submit waits at
-// most 10ms for room and then gives up with ErrQueueFull, so a burst sheds load instead of
-// piling up behind a slow key.
-func ExampleNewKeyed_bounded() {
-	p := crew.New(1)
-	defer p.StopAndWait()
-	k := crew.NewKeyed[string](p, crew.WithQueueSize(2), crew.WithMaxWait(10*time.Millisecond))
-
-	release := make(chan struct{})
-	_ = k.Submit("slow", func() { <-release }) // holds the pool's one worker
-	for k.Stats().Running == 0 {
-		time.Sleep(time.Millisecond)
-	}
-	for i := range 3 {
-		err := k.Submit("other", func() {})
-		fmt.Println(i, err)
-	}
-	close(release)
-	k.Wait()
-	fmt.Println("rejected:", k.Stats().Rejected)
-	// Output:
-	// 0 <nil>
-	// 1 <nil>
-	// 2 crew: queue is full
-	// rejected: 1
 }
 
 // A task that uses two cores holds two of the pool's four slots, so at most two such tasks,

@@ -38,19 +38,15 @@ import (
 //
 // A Keyed is safe for concurrent use. The zero value is not usable.
 type Keyed[K comparable] struct {
-	p            *Pool
-	queueSize    int
-	nonBlocking  bool
-	maxWait      time.Duration // NewKeyed's WithMaxWait; 0: no bound
-	maxBlocked   int           // NewKeyed's WithMaxBlocked, with limitBlocked
-	limitBlocked bool
-	epoch        time.Time // the submit times of keyed tasks are durations since it: see clock
+	p           *Pool
+	queueSize   int
+	nonBlocking bool
+	epoch       time.Time // the submit times of keyed tasks are durations since it: see clock
 
 	mu      sync.Mutex
 	keys    map[K]*keyRunner[K]
 	peak    int           // the most keys busy at once since keys was made; see forget
 	waiting int           // accepted tasks not started, over all keys
-	blocked int           // submits waiting for room in the full queue
 	running int           // tasks started and not finished
 	pending int           // accepted tasks not finished
 	drained chan struct{} // closed when pending reaches 0; made on demand
@@ -69,13 +65,11 @@ const keyBatch = 8
 // NewKeyed returns a Keyed that runs its tasks on p, which may be a sub-pool. Its options
 // bound the tasks waiting over all keys: with [WithQueueSize](n), n accepted tasks may wait
 // (across keys, excluding those running), and the next submit blocks until one starts, or
-// returns [ErrQueueFull] under [WithNonBlocking]. [WithMaxWait](d) bounds how long a submit
-// blocks for room before it returns ErrQueueFull, and [WithMaxBlocked](m) lets at most m
-// submits block at a time, the next returning ErrQueueFull at once; [WithOverflow]([Reject])
-// is WithNonBlocking. Without WithQueueSize the waiting tasks are unbounded and no submit
-// blocks. The pool's own WithQueueSize, WithMaxWait and WithMaxBlocked bound the pool's
-// queue, not the Keyed's. It panics if p is nil or another option sets anything: the pool's
-// options decide everything else.
+// returns [ErrQueueFull] under [WithNonBlocking]. Without them the waiting tasks are
+// unbounded. The pool's [WithMaxWait] and [WithMaxBlocked] bound waits for the pool's queue
+// only: a submit blocked on the Keyed's bound waits until a task starts, the pool stops, or
+// the context of [Keyed.SubmitContext] ends, which is how to bound that wait. It panics if p
+// is nil or another option sets anything: the pool's options decide everything else.
 func NewKeyed[K comparable](p *Pool, opts ...Option) *Keyed[K] {
 	if p == nil {
 		panic("crew: NewKeyed: p must not be nil")
@@ -90,15 +84,13 @@ func NewKeyed[K comparable](p *Pool, opts ...Option) *Keyed[K] {
 	// option added to config later cannot be forgotten here.
 	rest := c
 	rest.queueSize, rest.nonBlocking = 0, false
-	rest.maxWait, rest.maxBlocked, rest.limitBlocked = 0, 0, false
 	if rest.overflow == Reject {
 		rest.overflow = Block
 	}
 	if !reflect.DeepEqual(rest, config{idleTimeout: -1}) {
-		panic("crew: NewKeyed: only WithQueueSize, WithNonBlocking, WithMaxWait, WithMaxBlocked and WithOverflow(Reject) apply to a Keyed")
+		panic("crew: NewKeyed: only WithQueueSize and WithNonBlocking apply to a Keyed")
 	}
-	k := &Keyed[K]{p: p, queueSize: c.queueSize, nonBlocking: c.nonBlocking || c.overflow == Reject,
-		maxWait: c.maxWait, maxBlocked: c.maxBlocked, limitBlocked: c.limitBlocked}
+	k := &Keyed[K]{p: p, queueSize: c.queueSize, nonBlocking: c.nonBlocking || c.overflow == Reject}
 	if p.core.obs != nil {
 		k.epoch = k.now()
 	}
@@ -108,16 +100,14 @@ func NewKeyed[K comparable](p *Pool, opts ...Option) *Keyed[K] {
 // Submit queues task to run after every task submitted earlier with the same key. A nil
 // error means the task was accepted and will run exactly once, even if the pool is stopped
 // afterwards. Submit blocks only while the Keyed's bounded queue is full ([WithQueueSize] on
-// [NewKeyed]); under [WithNonBlocking] it returns [ErrQueueFull] instead, as it does once
-// NewKeyed's [WithMaxWait] has passed or past its [WithMaxBlocked]. After the pool is
+// [NewKeyed]); under [WithNonBlocking] it returns [ErrQueueFull] instead. After the pool is
 // stopped it returns [ErrStopped]; for a nil task, [ErrNilTask]. On error the task was not
 // accepted and never runs.
 //
 // A task of k that submits to k while k's bounded queue is full waits like any other
 // submitter, and no wait runs a keyed task on its caller: if the tasks waiting are its own
 // key's, which cannot start before it returns, the submit waits until the pool stops. Tasks
-// that submit to their own Keyed should use [Keyed.TrySubmit], [Keyed.SubmitContext] or
-// NewKeyed's [WithMaxWait].
+// that submit to their own Keyed should use [Keyed.TrySubmit] or [Keyed.SubmitContext].
 //
 // What the caller did before Submit happens before the task starts. A panic in the task goes
 // to the pool's panic handler ([WithPanicHandler]); the key's next task still runs, as it
@@ -209,9 +199,7 @@ func (k *Keyed[K]) enqueue(key K, task func(), wait bool, ctx context.Context) e
 	if k.p.core.ended() {
 		return ErrStopped
 	}
-	k.p.core.poke()              // as every submit of the pool does, under CPUs
-	blockedBefore := false       // this submit has waited for room already
-	var expired <-chan time.Time // WithMaxWait's timer, made when the submit first blocks
+	k.p.core.poke() // as every submit of the pool does, under CPUs
 	k.mu.Lock()
 	for {
 		if ctx != nil && ctx.Err() != nil {
@@ -228,43 +216,25 @@ func (k *Keyed[K]) enqueue(key K, task func(), wait bool, ctx context.Context) e
 		if k.queueSize == 0 || k.waiting < k.queueSize {
 			break
 		}
-		if !wait || (!blockedBefore && k.limitBlocked && k.blocked >= k.maxBlocked) {
+		if !wait {
 			k.rejected++
 			k.mu.Unlock()
 			return ErrQueueFull
-		}
-		if expired == nil && k.maxWait > 0 {
-			timer := time.NewTimer(k.maxWait)
-			defer timer.Stop()
-			expired = timer.C
 		}
 		if k.room == nil {
 			k.room = make(chan struct{})
 		}
 		room := k.room
-		k.blocked++
-		blockedBefore = true
 		k.mu.Unlock()
-		timedOut := false
 		select {
 		case <-room:
 		case <-stopped:
 		case <-done:
-		case <-expired:
-			timedOut = true
 		}
-		stopping := k.p.core.ended() // asked without k.mu, as above
-		k.mu.Lock()
-		k.blocked--
-		if stopping {
-			k.mu.Unlock()
+		if k.p.core.ended() {
 			return ErrStopped
 		}
-		if timedOut && k.waiting >= k.queueSize {
-			k.rejected++
-			k.mu.Unlock()
-			return ErrQueueFull
-		}
+		k.mu.Lock()
 	}
 	r := k.keys[key]
 	if r != nil {

@@ -369,7 +369,7 @@ func TestKeyedInputValidation(t *testing.T) {
 	tests := []panicCase{
 		{"nil pool", func() { crew.NewKeyed[int](nil) }, "crew: NewKeyed: p must not be nil"},
 		{"pool option", func() { crew.NewKeyed[int](p, crew.WithMinWorkers(1)) },
-			"crew: NewKeyed: only WithQueueSize, WithNonBlocking, WithMaxWait, WithMaxBlocked and WithOverflow(Reject) apply to a Keyed"},
+			"crew: NewKeyed: only WithQueueSize and WithNonBlocking apply to a Keyed"},
 		{"nil ctx", func() { _ = k.SubmitContext(nilCtx, 1, func() {}) },
 			"crew: Keyed.SubmitContext: ctx must not be nil"},
 	}
