@@ -1918,9 +1918,11 @@ func TestAdvResizeRootShrinkHoldsAGrandchildSubPool(t *testing.T) {
 			}
 			awaitStats(t, root, "the root to run no more than 2", func(s crew.Stats) bool { return s.Running <= 2 })
 			rootN.setBound(2)
-			for g.ended.Load() < total {
+			// One release per task not yet released: a task that took its release may not have
+			// counted itself ended yet, so a loop on ended would offer a release no task takes.
+			for released := running - keep; released < total; released++ {
 				g.releaseOne(t)
-				time.Sleep(2 * time.Millisecond)
+				time.Sleep(2 * time.Millisecond) // room for a start above the limit
 				if r := rootN.running.Load(); r > int64(keep) {
 					t.Fatalf("%d tasks of weight %d run at once under a root limit of 2", r, weight)
 				}

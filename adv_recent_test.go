@@ -516,6 +516,8 @@ func TestAdvNewShutdownGivenUpFailsQueuedFunctionsAcrossTheTreeAtOnce(t *testing
 	}
 	errs := make(chan error, 8)
 	var calls sync.WaitGroup
+	// What waits before the calls: the only worker is held, so nothing leaves the queues.
+	before := []int{root.Stats().Waiting, sub.Stats().Waiting, subsub.Stats().Waiting}
 	call := func(f func() error) {
 		calls.Add(1)
 		go func() { defer calls.Done(); errs <- f() }()
@@ -543,7 +545,12 @@ func TestAdvNewShutdownGivenUpFailsQueuedFunctionsAcrossTheTreeAtOnce(t *testing
 	}
 	call(seq(true))
 	call(seq(false))
-	time.Sleep(20 * time.Millisecond) // let the calls queue some of their functions
+	// Each call queues a function at least before the Shutdown: the two ranges on root, Map
+	// on sub, ForEach on subsub.
+	waitFor(t, "the calls to queue some of their functions", func() bool {
+		return root.Stats().Waiting >= before[0]+2 && sub.Stats().Waiting >= before[1]+1 &&
+			subsub.Stats().Waiting >= before[2]+1
+	})
 	giveUp(t, root)
 	if err := returnsWithin(t, "Group.Wait", g.Wait); !errors.Is(err, crew.ErrStopped) {
 		t.Fatalf("Group.Wait = %v, want ErrStopped", err)

@@ -672,6 +672,8 @@ func TestAdvShutdownPastDeadlineAmidPausedHelpingWaits(t *testing.T) {
 			gate := make(chan struct{})
 			a := newAdvNest(crew.ErrStopped)
 			a.watch = true
+			var began atomic.Int32 // the nested functions that have started
+			a.first = func() { began.Add(1) }
 			var outers []*crew.Future[int]
 			for kind := range 5 {
 				outers = append(outers, crew.GoContext(context.Background(), leaf, func(ctx context.Context) (int, error) {
@@ -687,8 +689,15 @@ func TestAdvShutdownPastDeadlineAmidPausedHelpingWaits(t *testing.T) {
 				must(t, k.Submit(i%2, func() { keyedRan.Add(1) }))
 			}
 			leaf.Pause()
+			queued := leaf.Stats().Waiting
 			close(gate)
-			time.Sleep(2 * time.Millisecond) // the waits submit their functions, held by the pause
+			// The waits give their functions to the pools. On the paused leaf they queue:
+			// GroupAll's 4 at once, MapSeq's first at least. The waits on mid (Map, futures)
+			// and on the root (ForEach) each run one in the slot they lend, which watches its
+			// context, so that the pools cannot drain before the deadline.
+			waitFor(t, "the waits to give their functions", func() bool {
+				return leaf.Stats().Waiting >= queued+5 && began.Load() >= 3
+			})
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 			defer cancel()
 			shut := map[string]*crew.Pool{"root": root, "mid": mid}[which]

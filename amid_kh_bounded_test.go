@@ -80,7 +80,28 @@ func TestAmidKeyedBoundedQueueSnapshots(t *testing.T) {
 			}
 		}()
 	}
-	awaitReturn(t, "submitters", goRun(subs.Wait))
+	// Under the storms the 1200 submits, many of them blocked on the bounded queue until a
+	// task starts, take seconds on a slow machine: the wait is for their progress.
+	submitted := goRun(subs.Wait)
+	for {
+		n := acc.Load() + full.Load() + canceled.Load()
+		if !poll(10*time.Second, func() bool {
+			select {
+			case <-submitted:
+				return true
+			default:
+				return acc.Load()+full.Load()+canceled.Load() > n
+			}
+		}) {
+			t.Fatalf("no submit returned for 10 s; %d returned", n)
+		}
+		select {
+		case <-submitted:
+		default:
+			continue
+		}
+		break
+	}
 	awaitReturn(t, "k.Wait", goRun(k.Wait))
 	close(stop)
 	wg.Wait()
