@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -11,13 +12,15 @@ import (
 	"github.com/crewgo/crew"
 )
 
-// Pool.Pause: once Pause has returned, no task's function begins, even one handed to a waking
-// worker just before, until Resume.
+// Pool.Pause: once Pause has returned, no task starts, even one handed to a waking worker
+// just before, until Resume. A task starts when a worker takes it (Stats counts it in Running
+// from then); its function's first line may run a moment later, after Pause has returned, so
+// the test counts starts with a snapshot taken while paused: every function that ever runs
+// before Resume is one of the Running or Completed tasks of that snapshot.
 func TestNoTaskStartsAfterPauseReturns(t *testing.T) {
 	for round := range 20 {
 		p := crew.New(4)
-		var paused, late, ran atomic.Int64
-		var accepted atomic.Int64
+		var ran, accepted atomic.Int64
 		release := make(chan struct{})
 		var wg sync.WaitGroup
 		for range 8 {
@@ -26,12 +29,7 @@ func TestNoTaskStartsAfterPauseReturns(t *testing.T) {
 				defer wg.Done()
 				<-release
 				for range 200 {
-					if p.Submit(func() {
-						if paused.Load() != 0 {
-							late.Add(1)
-						}
-						ran.Add(1)
-					}) == nil {
+					if p.Submit(func() { ran.Add(1) }) == nil {
 						accepted.Add(1)
 					}
 				}
@@ -39,19 +37,24 @@ func TestNoTaskStartsAfterPauseReturns(t *testing.T) {
 		}
 		close(release)
 		p.Pause()
-		paused.Store(1)
+		s := p.Stats()
+		started := int64(s.Running) + int64(s.Completed)
 		wg.Wait()
 		// Tasks running when Pause returned may still finish; none may begin.
 		if err := p.PauseAndWait(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		if n := late.Load(); n != 0 {
-			t.Fatalf("round %d: %d tasks began after Pause returned", round, n)
+		time.Sleep(time.Millisecond) // a wrong start would have its chance
+		if n := ran.Load(); n > started {
+			t.Fatalf("round %d: %d functions ran, but only %d tasks had started when Pause returned", round, n, started)
 		}
-		if !p.Stats().Paused {
+		after := p.Stats()
+		if !after.Paused {
 			t.Fatal("Stats.Paused = false while paused")
 		}
-		paused.Store(0)
+		if after.Running != 0 || int64(after.Completed) != ran.Load() || int64(after.Waiting) != accepted.Load()-ran.Load() {
+			t.Fatalf("round %d: paused and idle: %+v, ran %d of %d accepted", round, after, ran.Load(), accepted.Load())
+		}
 		p.Resume()
 		p.StopAndWait()
 		if ran.Load() != accepted.Load() {
@@ -341,5 +344,59 @@ func TestPauseAndWaitDoesNotWaitForACallerRunTask(t *testing.T) {
 	p.Wait()
 	if s := p.Stats(); s.CallerRan != 1 || s.Completed != 3 {
 		t.Fatalf("CallerRan %d, Completed %d; want 1 and 3", s.CallerRan, s.Completed)
+	}
+}
+
+// Pool.Pause: a task handed to a worker that has not yet begun it, a new worker or a parked
+// one woken for it, is given back by that worker when it finds the pool paused, and starts
+// after Resume; the same for a sub-pool's task when the sub-pool or its parent is paused.
+// With one processor the woken worker cannot run before the submitter has paused the pool.
+func TestPauseGivesBackATaskAWorkerHasNotBegun(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	for _, c := range []struct {
+		name   string
+		parked bool // a worker parked by an earlier task is woken, rather than a new one started
+		sub    bool // the task is a sub-pool's
+		parent bool // the parent is paused rather than the sub-pool
+	}{
+		{name: "new worker"},
+		{name: "parked worker", parked: true},
+		{name: "sub-pool paused", sub: true},
+		{name: "sub-pool, parent paused", sub: true, parent: true},
+		{name: "sub-pool, parked worker, parent paused", sub: true, parked: true, parent: true},
+	} {
+		root := crew.New(2)
+		p, paused := root, root
+		if c.sub {
+			p = root.Sub(1)
+			if !c.parent {
+				paused = p
+			}
+		}
+		if c.parked {
+			if err := p.Submit(func() {}); err != nil {
+				t.Fatal(err)
+			}
+			p.Wait()
+			waitFor(t, c.name+": a parked worker", func() bool { return root.Stats().Idle > 0 })
+		}
+		var ran atomic.Int64
+		if err := p.Submit(func() { ran.Add(1) }); err != nil {
+			t.Fatal(err)
+		}
+		paused.Pause()
+		time.Sleep(5 * time.Millisecond) // the worker has its chance to run the task
+		if ran.Load() != 0 {
+			t.Errorf("%s: the task ran after Pause returned", c.name)
+		}
+		if s := p.Stats(); s.Running != 0 || s.Waiting != 1 {
+			t.Errorf("%s: paused with the task given back: %+v, want it waiting", c.name, s)
+		}
+		paused.Resume()
+		p.Wait()
+		if ran.Load() != 1 {
+			t.Errorf("%s: the task ran %d times after Resume, want 1", c.name, ran.Load())
+		}
+		root.StopAndWait()
 	}
 }
