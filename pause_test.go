@@ -3,8 +3,8 @@ package crew_test
 import (
 	"context"
 	"errors"
-	"sync"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
