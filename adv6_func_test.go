@@ -3,6 +3,7 @@ package crew_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
 	"slices"
 	"sync"
@@ -11,33 +12,89 @@ import (
 	"time"
 
 	"github.com/crewgo/crew"
+	"github.com/crewgo/crew/internal/crewtest"
 )
 
-// adv6Wait fails t unless ch is closed or receives within 10 s.
-func adv6Wait[E any](t *testing.T, what string, ch <-chan E) {
+// adv6Wait fails t unless ch is closed or receives within 10 s, and returns what it received.
+func adv6Wait[E any](t *testing.T, what string, ch <-chan E) E {
 	t.Helper()
+	var v E
 	select {
-	case <-ch:
+	case v = <-ch:
 	case <-time.After(10 * time.Second):
 		t.Fatalf("timed out waiting for %s", what)
+	}
+	return v
+}
+
+// adv6Held is a FuncPool of one worker whose fn counts the calls made with each argument and,
+// called with 0, holds the worker until release is closed.
+type adv6Held struct {
+	*crew.FuncPool[int]
+	release chan struct{}
+	mu      sync.Mutex
+	calls   map[int]int
+}
+
+// newAdv6Held makes an adv6Held with opts, invokes it with 0, and returns once that call has
+// started: the worker is held and the queue is empty.
+func newAdv6Held(t *testing.T, opts ...crew.Option) *adv6Held {
+	t.Helper()
+	h := &adv6Held{release: make(chan struct{}), calls: map[int]int{}}
+	started := make(chan struct{}, 1)
+	h.FuncPool = crew.NewFunc(1, func(v int) {
+		h.mu.Lock()
+		h.calls[v]++
+		h.mu.Unlock()
+		if v == 0 {
+			select {
+			case started <- struct{}{}:
+			default:
+			}
+			<-h.release
+		}
+	}, opts...)
+	must(t, h.Invoke(0))
+	adv6Wait(t, "call 0 to start", started)
+	return h
+}
+
+// ranTimes fails t unless fn was called want times with each of vs; what says which
+// arguments vs are.
+func (h *adv6Held) ranTimes(t *testing.T, what string, want int, vs ...int) {
+	t.Helper()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, v := range vs {
+		if got := h.calls[v]; got != want {
+			t.Fatalf("fn ran %d times with argument %d (%s), want %d", got, v, what, want)
+		}
+	}
+}
+
+// adv6InvokeAll invokes p with each of 0 to n-1, n a multiple of 4, from 4 goroutines
+// released together, and fails t if an Invoke returns an error.
+func adv6InvokeAll(t *testing.T, p *crew.FuncPool[int], n int) {
+	together(4, n/4, func(c, i int) { must(t, p.Invoke(c*(n/4)+i)) })
+}
+
+// adv6MaxWorkers fails t unless p's Stats report a MaxWorkers within [lo, hi]; when names
+// the moment of the check.
+func adv6MaxWorkers(t *testing.T, p interface{ Stats() crew.Stats }, when string, lo, hi int) {
+	t.Helper()
+	got := p.Stats().MaxWorkers
+	switch {
+	case lo == hi && got != lo:
+		t.Fatalf("%s: MaxWorkers = %d, want %d", when, got, lo)
+	case got < lo || got > hi:
+		t.Fatalf("%s: MaxWorkers = %d, want within [%d, %d]", when, got, lo, hi)
 	}
 }
 
 // StopNow on a paused FuncPool hands back the queued arguments in the order they would
 // have started; fn is never called with them, and Stats accounts for each once.
 func TestAdv6FuncStopNowReturnsPausedArgsInOrder(t *testing.T) {
-	gate := make(chan struct{})
-	started := make(chan int, 16)
-	var ran sync.Map
-	p := crew.NewFunc(1, func(v int) {
-		ran.Store(v, true)
-		started <- v
-		if v == 0 {
-			<-gate
-		}
-	}, crew.WithQueueSize(8))
-	must(t, p.Invoke(0))
-	adv6Wait(t, "first call to start", started)
+	p := newAdv6Held(t, crew.WithQueueSize(8))
 	p.Pause()
 	for i := 1; i <= 5; i++ {
 		must(t, p.Invoke(i))
@@ -49,13 +106,9 @@ func TestAdv6FuncStopNowReturnsPausedArgsInOrder(t *testing.T) {
 	if err := p.Invoke(9); !errors.Is(err, crew.ErrStopped) {
 		t.Fatalf("Invoke after StopNow = %v, want ErrStopped", err)
 	}
-	close(gate)
+	close(p.release)
 	p.StopAndWait()
-	for i := 1; i <= 5; i++ {
-		if _, ok := ran.Load(i); ok {
-			t.Fatalf("fn was called with %d, which StopNow handed back", i)
-		}
-	}
+	p.ranTimes(t, "handed back by StopNow", 0, 1, 2, 3, 4, 5)
 	s := p.Stats()
 	if s.Accepted != 6 || s.Completed != 1 || s.Returned != 5 || s.Running != 0 || s.Waiting != 0 {
 		t.Fatalf("stats %+v: want Accepted 6, Completed 1, Returned 5, nothing running or waiting", s)
@@ -77,12 +130,7 @@ func TestAdv6FuncStopNowFromInsideFn(t *testing.T) {
 		must(t, p.Invoke(i))
 	}
 	close(proceed)
-	var got []int
-	select {
-	case got = <-gotCh:
-	case <-time.After(10 * time.Second):
-		t.Fatal("StopNow from inside fn did not return")
-	}
+	got := adv6Wait(t, "StopNow from inside fn to return", gotCh)
 	p.StopAndWait()
 	if want := []int{1, 2, 3}; !slices.Equal(got, want) {
 		t.Fatalf("StopNow = %v, want %v", got, want)
@@ -95,27 +143,16 @@ func TestAdv6FuncStopNowFromInsideFn(t *testing.T) {
 // DiscardOldest on a FuncPool gives the discard handler the dropped argument (a T, not a
 // func), calls the Discarded hook, and fn never runs with it.
 func TestAdv6FuncDiscardOldestHandsArgumentToHandler(t *testing.T) {
-	gate := make(chan struct{})
-	started := make(chan int, 16)
 	var mu sync.Mutex
 	var dropped []any
 	var hooked atomic.Int32
-	var ran sync.Map
-	p := crew.NewFunc(1, func(v int) {
-		ran.Store(v, true)
-		started <- v
-		if v == 0 {
-			<-gate
-		}
-	}, crew.WithQueueSize(2), crew.WithOverflow(crew.DiscardOldest),
+	p := newAdv6Held(t, crew.WithQueueSize(2), crew.WithOverflow(crew.DiscardOldest),
 		crew.WithDiscardHandler(func(v any) { mu.Lock(); dropped = append(dropped, v); mu.Unlock() }),
 		crew.WithHooks(crew.Hooks{Discarded: func(crew.TaskInfo) { hooked.Add(1) }}))
-	must(t, p.Invoke(0))
-	adv6Wait(t, "first call to start", started)
 	for i := 1; i <= 4; i++ {
 		must(t, p.Invoke(i))
 	}
-	close(gate)
+	close(p.release)
 	p.StopAndWait()
 	mu.Lock()
 	defer mu.Unlock()
@@ -125,11 +162,7 @@ func TestAdv6FuncDiscardOldestHandsArgumentToHandler(t *testing.T) {
 	if hooked.Load() != 2 {
 		t.Fatalf("Discarded hook called %d times, want 2", hooked.Load())
 	}
-	for _, v := range []int{1, 2} {
-		if _, ok := ran.Load(v); ok {
-			t.Fatalf("fn ran with discarded argument %d", v)
-		}
-	}
+	p.ranTimes(t, "discarded", 0, 1, 2)
 	s := p.Stats()
 	if s.Accepted != 5 || s.Completed != 3 || s.Discarded != 2 {
 		t.Fatalf("stats %+v: want Accepted 5, Completed 3, Discarded 2", s)
@@ -168,12 +201,7 @@ func TestAdv6FuncCallerRunsRunsOnInvoker(t *testing.T) {
 		t.Fatal("CallerRuns ran a call on its invoker while the pool was paused")
 	}
 	p.Resume()
-	select {
-	case err := <-done:
-		must(t, err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("CallerRuns Invoke did not return after Resume")
-	}
+	must(t, adv6Wait(t, "the CallerRuns Invoke to return after Resume", done))
 	if _, ok := ran.Load(2); !ok {
 		t.Fatal("CallerRuns Invoke returned before fn ran with its argument")
 	}
@@ -185,13 +213,8 @@ func TestAdv6FuncCallerRunsRunsOnInvoker(t *testing.T) {
 	adv6Wait(t, "call 0 to start", zeroStarted)
 	must(t, p.Invoke(1))
 	close(zeroGate)
-	select {
-	case err := <-ranInline:
-		if err != nil {
-			t.Fatalf("Invoke from inside fn = %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Invoke from inside fn into its own full queue did not return")
+	if err := adv6Wait(t, "Invoke from inside fn into its own full queue", ranInline); err != nil {
+		t.Fatalf("Invoke from inside fn = %v", err)
 	}
 	p.StopAndWait()
 	if len(ranInline) != 0 {
@@ -229,12 +252,7 @@ func TestAdv6FuncInvokeFromOwnFnRejectsOnFullQueue(t *testing.T) {
 	must(t, p.Invoke(0))
 	must(t, p.Invoke(1))
 	close(proceed)
-	var r result
-	select {
-	case r = <-res:
-	case <-time.After(10 * time.Second):
-		t.Fatal("Invoke from inside fn into its own full queue blocked")
-	}
+	r := adv6Wait(t, "Invoke from inside fn into its own full queue", res)
 	p.StopAndWait()
 	if !errors.Is(r.err, crew.ErrQueueFull) || r.ok {
 		t.Fatalf("Invoke = %v, TryInvoke = %v; want ErrQueueFull, false", r.err, r.ok)
@@ -250,20 +268,10 @@ func TestAdv6FuncInvokeFromOwnFnRejectsOnFullQueue(t *testing.T) {
 // Shutdown whose context ends returns ctx.Err(), and every accepted call still runs exactly
 // once (a FuncPool's calls carry no context, so none is skipped).
 func TestAdv6FuncShutdownEndingContextStillRunsEveryCall(t *testing.T) {
-	gate := make(chan struct{})
-	started := make(chan struct{}, 1)
-	runs := make([]atomic.Int32, 11)
-	p := crew.NewFunc(1, func(v int) {
-		runs[v].Add(1)
-		if v == 0 {
-			started <- struct{}{}
-			<-gate
-		}
-	})
-	for i := range runs {
+	p := newAdv6Held(t)
+	for i := 1; i <= 10; i++ {
 		must(t, p.Invoke(i))
 	}
-	adv6Wait(t, "first call to start", started)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
 	if err := p.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
@@ -272,9 +280,9 @@ func TestAdv6FuncShutdownEndingContextStillRunsEveryCall(t *testing.T) {
 	if err := p.Invoke(0); !errors.Is(err, crew.ErrStopped) {
 		t.Fatalf("Invoke after Shutdown = %v, want ErrStopped", err)
 	}
-	close(gate)
+	close(p.release)
 	p.StopAndWait()
-	ranOnce(t, runs)
+	p.ranTimes(t, "accepted before Shutdown", 1, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10)
 	if s := p.Stats(); s.Accepted != 11 || s.Completed != 11 || s.Skipped != 0 || s.Waiting != 0 {
 		t.Fatalf("stats %+v: want 11 accepted and completed, none skipped", s)
 	}
@@ -314,49 +322,31 @@ func TestAdv6FuncResizeStormKeepsLimitAndExactlyOnce(t *testing.T) {
 	if testing.Short() {
 		n = 800
 	}
-	var running, high, phase2High atomic.Int32
+	// all sees every call; final only those of phase 2, which starts with nothing running.
+	var all, final highWater
 	var phase2 atomic.Bool
 	runs := make([]atomic.Int32, n+1)
 	p := crew.NewFunc(2, func(v int) {
-		r := running.Add(1)
-		for {
-			h := high.Load()
-			if r <= h || high.CompareAndSwap(h, r) {
-				break
-			}
-		}
+		all.enter()
+		defer all.exit()
 		if phase2.Load() {
-			for {
-				h := phase2High.Load()
-				if r <= h || phase2High.CompareAndSwap(h, r) {
-					break
-				}
-			}
+			final.enter()
+			defer final.exit()
 		}
 		runs[v].Add(1)
 		if v%16 == 0 {
 			runtime.Gosched()
 		}
-		running.Add(-1)
 	}, crew.WithQueueSize(32))
-	stop := make(chan struct{})
-	resized := goRun(func() {
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			p.Resize(1 + i%4)
-			if s := p.Stats(); s.Completed+s.Panicked > s.Accepted {
-				panic("Completed+Panicked > Accepted")
-			}
-			runtime.Gosched()
+	endResizes := crewtest.Churn(t, "the resizer", func(i int) {
+		p.Resize(1 + i%4)
+		if s := p.Stats(); s.Completed+s.Panicked > s.Accepted {
+			panic("Completed+Panicked > Accepted")
 		}
+		runtime.Gosched()
 	})
-	together(4, n/4, func(c, i int) { must(t, p.Invoke(c*(n/4)+i)) })
-	close(stop)
-	adv6Wait(t, "resizer to stop", resized)
+	adv6InvokeAll(t, p, n)
+	endResizes()
 	p.Wait()
 	p.Resize(1)
 	phase2.Store(true)
@@ -364,10 +354,10 @@ func TestAdv6FuncResizeStormKeepsLimitAndExactlyOnce(t *testing.T) {
 		must(t, p.Invoke(n))
 	}
 	p.StopAndWait()
-	if h := high.Load(); h > 4 {
+	if h := all.high.Load(); h > 4 {
 		t.Fatalf("%d calls ran at once, above every limit set (4)", h)
 	}
-	if h := phase2High.Load(); h > 1 {
+	if h := final.high.Load(); h > 1 {
 		t.Fatalf("%d calls ran at once after Resize(1) with nothing running", h)
 	}
 	ranOnce(t, runs[:n])
@@ -406,25 +396,16 @@ func TestAdv6FuncAdaptiveLimitUnderPanicsAndGoexit(t *testing.T) {
 			nilPanics.Add(1)
 		}
 	}))
-	watch := make(chan struct{})
-	watched := goRun(func() {
-		for {
-			select {
-			case <-watch:
-				return
-			default:
-			}
-			s := p.Stats()
-			if s.MaxWorkers < 2 || s.MaxWorkers > 8 {
-				bad.Store(s)
-			}
-			runtime.Gosched()
+	endWatch := crewtest.Churn(t, "the watcher", func(int) {
+		s := p.Stats()
+		if s.MaxWorkers < 2 || s.MaxWorkers > 8 {
+			bad.Store(s)
 		}
+		runtime.Gosched()
 	})
-	together(4, n/4, func(c, i int) { must(t, p.Invoke(c*(n/4)+i)) })
+	adv6InvokeAll(t, p, n)
 	p.Wait()
-	close(watch)
-	adv6Wait(t, "watcher", watched)
+	endWatch()
 	if v := bad.Load(); v != nil {
 		t.Fatalf("MaxWorkers outside [2, 8]: %+v", v)
 	}
@@ -455,40 +436,26 @@ func TestAdv6FuncCPUsFollowsGOMAXPROCS(t *testing.T) {
 	defer p.StopAndWait()
 	a := crew.NewFunc(crew.CPUs, func(int) {}, crew.WithClock(clock), crew.WithAdaptiveLimit(1))
 	defer a.StopAndWait()
-	if got := p.Stats().MaxWorkers; got != old {
-		t.Fatalf("MaxWorkers = %d, want GOMAXPROCS %d", got, old)
-	}
+	adv6MaxWorkers(t, p, "a new pool, at GOMAXPROCS", old, old)
 	runtime.GOMAXPROCS(old + 3)
 	advance(2 * time.Second)
-	if got := p.Stats().MaxWorkers; got != old+3 {
-		t.Fatalf("after GOMAXPROCS %d and a second, MaxWorkers = %d", old+3, got)
-	}
-	if got := a.Stats().MaxWorkers; got > old+3 || got < 1 {
-		t.Fatalf("adaptive: MaxWorkers = %d, want within [1, %d]", got, old+3)
-	}
+	adv6MaxWorkers(t, p, "after a raised GOMAXPROCS and a second", old+3, old+3)
+	adv6MaxWorkers(t, a, "adaptive, after a raised GOMAXPROCS and a second", 1, old+3)
 	// Work still runs at the new limit.
 	must(t, p.Invoke(1))
 	p.Wait()
 	p.Resize(2)
 	runtime.GOMAXPROCS(old + 1)
 	advance(2 * time.Second)
-	if got := p.Stats().MaxWorkers; got != 2 {
-		t.Fatalf("after Resize(2), MaxWorkers = %d, want 2 (no longer following)", got)
-	}
+	adv6MaxWorkers(t, p, "after Resize(2), no longer following", 2, 2)
 	// Resize(CPUs) follows again, reading GOMAXPROCS at once.
 	p.Resize(crew.CPUs)
-	if got := p.Stats().MaxWorkers; got != old+1 {
-		t.Fatalf("after Resize(CPUs), MaxWorkers = %d, want %d", got, old+1)
-	}
+	adv6MaxWorkers(t, p, "after Resize(CPUs)", old+1, old+1)
 	// Lower GOMAXPROCS: the adaptive pool's limit comes down to it.
 	runtime.GOMAXPROCS(1)
 	advance(2 * time.Second)
-	if got := a.Stats().MaxWorkers; got != 1 {
-		t.Fatalf("adaptive: after GOMAXPROCS 1, MaxWorkers = %d, want 1", got)
-	}
-	if got := p.Stats().MaxWorkers; got != 1 {
-		t.Fatalf("after GOMAXPROCS 1, MaxWorkers = %d, want 1", got)
-	}
+	adv6MaxWorkers(t, a, "adaptive, after GOMAXPROCS 1", 1, 1)
+	adv6MaxWorkers(t, p, "after GOMAXPROCS 1", 1, 1)
 }
 
 // nil pointers and nil interfaces are arguments like any other; NewFunc, InvokeContext and
@@ -540,43 +507,23 @@ func TestAdv6FuncNilArgumentsAndMisuse(t *testing.T) {
 // counted in Canceled, and fn is never called with the argument; a done ctx is refused at
 // once even with room.
 func TestAdv6FuncInvokeContextEndsWhileBlocked(t *testing.T) {
-	gate := make(chan struct{})
-	started := make(chan struct{}, 1)
-	var ran sync.Map
-	p := crew.NewFunc(1, func(v int) {
-		ran.Store(v, true)
-		if v == 0 {
-			started <- struct{}{}
-			<-gate
-		}
-	}, crew.WithQueueSize(1))
-	must(t, p.Invoke(0))
-	adv6Wait(t, "first call", started)
+	p := newAdv6Held(t, crew.WithQueueSize(1))
 	must(t, p.Invoke(1))
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() { errc <- p.InvokeContext(ctx, 2) }()
 	waitFor(t, "InvokeContext to block", func() bool { return !p.TryInvoke(-1) && len(errc) == 0 })
 	cancel()
-	select {
-	case err := <-errc:
-		if !errors.Is(err, context.Canceled) {
-			t.Fatalf("InvokeContext = %v, want Canceled", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("InvokeContext did not give up")
+	if err := adv6Wait(t, "InvokeContext to give up", errc); !errors.Is(err, context.Canceled) {
+		t.Fatalf("InvokeContext = %v, want Canceled", err)
 	}
-	close(gate)
+	close(p.release)
 	p.Wait()
 	if err := p.InvokeContext(ctx, 3); !errors.Is(err, context.Canceled) {
 		t.Fatalf("InvokeContext(done ctx) = %v, want Canceled", err)
 	}
 	p.StopAndWait()
-	for _, v := range []int{2, 3, -1} {
-		if _, ok := ran.Load(v); ok {
-			t.Fatalf("fn ran with refused argument %d", v)
-		}
-	}
+	p.ranTimes(t, "refused", 0, 2, 3, -1)
 	if s := p.Stats(); s.Canceled != 2 || s.Accepted != 2 || s.Completed != 2 {
 		t.Fatalf("stats %+v: want Canceled 2, Accepted 2, Completed 2", s)
 	}
@@ -600,29 +547,20 @@ func TestAdv6FuncStatsRunningWaitingCountEachOnce(t *testing.T) {
 	}, crew.WithQueueSize(8), crew.WithOverflow(crew.DiscardOldest),
 		crew.WithDiscardHandler(func(any) {}), crew.WithPanicHandler(func(any, []byte) {}))
 	var bad atomic.Value
-	stop := make(chan struct{})
-	watched := goRun(func() {
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			s := p.Stats()
-			ended := s.Completed + s.Panicked + s.Discarded + s.Returned + s.Skipped
-			if s.Accepted < ended || uint64(s.Running+s.Waiting) != s.Accepted-ended || s.Running > s.MaxWorkers {
-				bad.Store(s)
-			}
+	endWatch := crewtest.Churn(t, "the watcher", func(int) {
+		s := p.Stats()
+		ended := s.Completed + s.Panicked + s.Discarded + s.Returned + s.Skipped
+		if s.Accepted < ended || uint64(s.Running+s.Waiting) != s.Accepted-ended || s.Running > s.MaxWorkers {
+			bad.Store(s)
 		}
 	})
-	together(4, n/4, func(c, i int) { must(t, p.Invoke(c*(n/4)+i)) })
+	adv6InvokeAll(t, p, n)
 	p.Pause()
 	for i := 0; i < 6; i++ {
 		must(t, p.Invoke(i))
 	}
 	back := p.StopNow()
-	close(stop)
-	adv6Wait(t, "watcher", watched)
+	endWatch()
 	p.StopAndWait()
 	if v := bad.Load(); v != nil {
 		t.Fatalf("inconsistent snapshot: %+v", v)
@@ -678,18 +616,7 @@ func TestAdv6FuncLatencySampleIgnoredWithHooksOrAdaptive(t *testing.T) {
 // ErrStopped, never nil for an argument StopNow hands back; every accepted argument either
 // ran once or was handed back.
 func TestAdv6FuncStopNowRefusesBlockedInvokers(t *testing.T) {
-	gate := make(chan struct{})
-	started := make(chan struct{}, 1)
-	runs := make([]atomic.Int32, 10)
-	p := crew.NewFunc(1, func(v int) {
-		runs[v].Add(1)
-		if v == 0 {
-			started <- struct{}{}
-			<-gate
-		}
-	}, crew.WithQueueSize(2))
-	must(t, p.Invoke(0))
-	adv6Wait(t, "first call", started)
+	p := newAdv6Held(t, crew.WithQueueSize(2))
 	must(t, p.Invoke(1))
 	must(t, p.Invoke(2))
 	errs := make(chan error, 7)
@@ -700,29 +627,17 @@ func TestAdv6FuncStopNowRefusesBlockedInvokers(t *testing.T) {
 	time.Sleep(10 * time.Millisecond)
 	back := p.StopNow()
 	for i := 3; i < 10; i++ {
-		select {
-		case err := <-errs:
-			if !errors.Is(err, crew.ErrStopped) {
-				t.Errorf("blocked Invoke = %v, want ErrStopped", err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatal("a blocked Invoke did not return after StopNow")
+		if err := adv6Wait(t, "a blocked Invoke to return after StopNow", errs); !errors.Is(err, crew.ErrStopped) {
+			t.Errorf("blocked Invoke = %v, want ErrStopped", err)
 		}
 	}
-	close(gate)
+	close(p.release)
 	p.StopAndWait()
 	if want := []int{1, 2}; !slices.Equal(back, want) {
 		t.Fatalf("StopNow = %v, want %v", back, want)
 	}
-	for i := range runs {
-		want := int32(0)
-		if i == 0 {
-			want = 1
-		}
-		if got := runs[i].Load(); got != want {
-			t.Fatalf("argument %d ran %d times, want %d", i, got, want)
-		}
-	}
+	p.ranTimes(t, "the call that held the worker", 1, 0)
+	p.ranTimes(t, "handed back or refused", 0, 1, 2, 3, 4, 5, 6, 7, 8, 9)
 	if s := p.Stats(); s.Accepted != 3 || s.Completed != 1 || s.Returned != 2 {
 		t.Fatalf("stats %+v: want Accepted 3, Completed 1, Returned 2", s)
 	}
@@ -731,20 +646,9 @@ func TestAdv6FuncStopNowRefusesBlockedInvokers(t *testing.T) {
 // WithMaxWait on a FuncPool: a blocked Invoke gives up after the wait with ErrQueueFull,
 // counted in Rejected and reported to the Rejected hook; fn never runs with it.
 func TestAdv6FuncMaxWaitRejectsAfterWait(t *testing.T) {
-	gate := make(chan struct{})
-	started := make(chan struct{}, 1)
-	var ran sync.Map
 	var rejected atomic.Value
-	p := crew.NewFunc(1, func(v int) {
-		ran.Store(v, true)
-		if v == 0 {
-			started <- struct{}{}
-			<-gate
-		}
-	}, crew.WithQueueSize(1), crew.WithMaxWait(10*time.Millisecond),
+	p := newAdv6Held(t, crew.WithQueueSize(1), crew.WithMaxWait(10*time.Millisecond),
 		crew.WithHooks(crew.Hooks{Rejected: func(err error) { rejected.Store(err) }}))
-	must(t, p.Invoke(0))
-	adv6Wait(t, "first call", started)
 	must(t, p.Invoke(1))
 	err := returnsWithin(t, "Invoke with WithMaxWait", func() error { return p.Invoke(2) })
 	if !errors.Is(err, crew.ErrQueueFull) {
@@ -753,11 +657,9 @@ func TestAdv6FuncMaxWaitRejectsAfterWait(t *testing.T) {
 	if e, _ := rejected.Load().(error); !errors.Is(e, crew.ErrQueueFull) {
 		t.Fatalf("Rejected hook got %v, want ErrQueueFull", e)
 	}
-	close(gate)
+	close(p.release)
 	p.StopAndWait()
-	if _, ok := ran.Load(2); ok {
-		t.Fatal("fn ran with a rejected argument")
-	}
+	p.ranTimes(t, "rejected", 0, 2)
 	if s := p.Stats(); s.Rejected != 1 || s.Accepted != 2 || s.Completed != 2 {
 		t.Fatalf("stats %+v: want Rejected 1, Accepted 2, Completed 2", s)
 	}
@@ -831,30 +733,22 @@ func TestAdv6FuncConcurrentEverythingExactlyOnce(t *testing.T) {
 		}
 	}, crew.WithQueueSize(16), crew.WithMinWorkers(1), crew.WithIdleTimeout(0))
 	var bad atomic.Value
-	stop := make(chan struct{})
-	churn := goRun(func() {
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
+	endChurn := crewtest.Churn(t, "the churn", func(i int) {
+		switch i % 4 {
+		case 0:
+			p.Resize(1 + i%5)
+		case 1:
+			p.Pause()
+		case 2:
+			p.Resume()
+		case 3:
+			s := p.Stats()
+			ended := s.Completed + s.Panicked + s.Returned
+			if ended > s.Accepted || uint64(s.Running+s.Waiting) != s.Accepted-ended {
+				bad.Store(s)
 			}
-			switch i % 4 {
-			case 0:
-				p.Resize(1 + i%5)
-			case 1:
-				p.Pause()
-			case 2:
-				p.Resume()
-			case 3:
-				s := p.Stats()
-				ended := s.Completed + s.Panicked + s.Returned
-				if ended > s.Accepted || uint64(s.Running+s.Waiting) != s.Accepted-ended {
-					bad.Store(s)
-				}
-			}
-			runtime.Gosched()
 		}
+		runtime.Gosched()
 	})
 	ctx := context.Background()
 	together(4, n/4, func(c, i int) {
@@ -876,8 +770,7 @@ func TestAdv6FuncConcurrentEverythingExactlyOnce(t *testing.T) {
 			panic(err)
 		}
 	})
-	close(stop)
-	adv6Wait(t, "churn", churn)
+	endChurn()
 	if v := bad.Load(); v != nil {
 		t.Fatalf("inconsistent snapshot: %+v", v)
 	}
@@ -1021,13 +914,8 @@ func TestAdv6FuncCallerRunsWaitingOnPauseStopped(t *testing.T) {
 			} else {
 				p.Stop()
 			}
-			select {
-			case err := <-errc:
-				if !errors.Is(err, crew.ErrStopped) {
-					t.Errorf("waiting CallerRuns Invoke = %v, want ErrStopped", err)
-				}
-			case <-time.After(10 * time.Second):
-				t.Fatal("waiting CallerRuns Invoke did not return")
+			if err := adv6Wait(t, "the waiting CallerRuns Invoke", errc); !errors.Is(err, crew.ErrStopped) {
+				t.Errorf("waiting CallerRuns Invoke = %v, want ErrStopped", err)
 			}
 			p.StopAndWait()
 			if _, ok := ran.Load(2); ok {
@@ -1065,45 +953,37 @@ func TestAdv6FuncCPUsGrowsWhileRunningWithoutStats(t *testing.T) {
 	defer runtime.GOMAXPROCS(old)
 	runtime.GOMAXPROCS(2)
 	clock := &adv6Clock{now: time.Now()}
-	var running, high atomic.Int32
+	var hw highWater
 	gate := make(chan struct{})
 	p := crew.NewFunc(crew.CPUs, func(v int) {
-		r := running.Add(1)
-		for {
-			h := high.Load()
-			if r <= h || high.CompareAndSwap(h, r) {
-				break
-			}
-		}
+		hw.enter()
+		defer hw.exit()
 		if v < 100 {
 			<-gate
 		}
-		running.Add(-1)
 	}, crew.WithClock(clock.read), crew.WithMinWorkers(2))
 	for i := 0; i < 8; i++ {
 		must(t, p.Invoke(i))
 	}
-	waitFor(t, "two calls to run", func() bool { return running.Load() == 2 })
+	waitFor(t, "two calls to run", func() bool { return hw.running.Load() == 2 })
 	runtime.GOMAXPROCS(5)
 	clock.advance(2 * time.Second)
 	must(t, p.Invoke(8)) // a submit: the reading is due within a second
-	waitFor(t, "five calls to run after GOMAXPROCS 5", func() bool { return running.Load() == 5 })
+	waitFor(t, "five calls to run after GOMAXPROCS 5", func() bool { return hw.running.Load() == 5 })
 	close(gate)
 	p.Wait()
-	if h := high.Load(); h != 5 {
+	if h := hw.high.Load(); h != 5 {
 		t.Fatalf("%d calls ran at once, want 5", h)
 	}
 	runtime.GOMAXPROCS(1)
 	clock.advance(2 * time.Second)
-	if got := p.Stats().MaxWorkers; got != 1 {
-		t.Fatalf("after GOMAXPROCS 1, MaxWorkers = %d, want 1", got)
-	}
-	high.Store(0)
+	adv6MaxWorkers(t, p, "after GOMAXPROCS 1", 1, 1)
+	hw.high.Store(0)
 	for i := 0; i < 40; i++ {
 		must(t, p.Invoke(100+i))
 	}
 	p.StopAndWait()
-	if h := high.Load(); h != 1 {
+	if h := hw.high.Load(); h != 1 {
 		t.Fatalf("%d calls ran at once under a limit of 1 (WithMinWorkers(2))", h)
 	}
 }
@@ -1119,9 +999,7 @@ func TestAdv6FuncCPUsStopEndsFollowing(t *testing.T) {
 	p.Stop()
 	runtime.GOMAXPROCS(4)
 	clock.advance(2 * time.Second)
-	if got := p.Stats().MaxWorkers; got != 2 {
-		t.Fatalf("stopped pool: MaxWorkers = %d, want 2", got)
-	}
+	adv6MaxWorkers(t, p, "a stopped pool", 2, 2)
 	p.StopAndWait()
 	checkPanics(t, []panicCase{{"min above GOMAXPROCS", func() {
 		crew.NewFunc(crew.CPUs, func(int) {}, crew.WithMinWorkers(5))
@@ -1131,32 +1009,21 @@ func TestAdv6FuncCPUsStopEndsFollowing(t *testing.T) {
 // Resize on an adaptive FuncPool sets the ceiling: a limit above it comes down at once, a
 // lower one stays at or above min; a min above the ceiling counts as the ceiling.
 func TestAdv6FuncAdaptiveResizeSetsCeiling(t *testing.T) {
-	p := crew.NewFunc(8, func(int) {}, crew.WithAdaptiveLimit(2))
-	defer p.StopAndWait()
-	if got := p.Stats().MaxWorkers; got != 8 {
-		t.Fatalf("adaptive pool starts at %d, want the ceiling 8", got)
+	// resizes makes an adaptive pool of ceiling and minimum and checks its limit: the ceiling
+	// when new, low after Resize(low), and within [minimum, 10] after Resize(10).
+	resizes := func(ceiling, minimum, low int) *crew.FuncPool[int] {
+		p := crew.NewFunc(ceiling, func(int) {}, crew.WithAdaptiveLimit(minimum))
+		t.Cleanup(p.StopAndWait)
+		what := fmt.Sprintf("ceiling %d, min %d", ceiling, minimum)
+		adv6MaxWorkers(t, p, what+": a new pool", ceiling, ceiling)
+		p.Resize(low)
+		adv6MaxWorkers(t, p, fmt.Sprintf("%s: after Resize(%d)", what, low), low, low)
+		p.Resize(10)
+		adv6MaxWorkers(t, p, what+": after Resize(10)", minimum, 10)
+		return p
 	}
-	p.Resize(3)
-	if got := p.Stats().MaxWorkers; got != 3 {
-		t.Fatalf("after Resize(3), MaxWorkers = %d, want 3", got)
-	}
-	p.Resize(10)
-	if got := p.Stats().MaxWorkers; got < 2 || got > 10 {
-		t.Fatalf("after Resize(10), MaxWorkers = %d, want within [2, 10]", got)
-	}
-	q := crew.NewFunc(2, func(int) {}, crew.WithAdaptiveLimit(5))
-	defer q.StopAndWait()
-	if got := q.Stats().MaxWorkers; got != 2 {
-		t.Fatalf("min 5 above ceiling 2: MaxWorkers = %d, want 2", got)
-	}
-	q.Resize(1)
-	if got := q.Stats().MaxWorkers; got != 1 {
-		t.Fatalf("after Resize(1), MaxWorkers = %d, want 1", got)
-	}
-	q.Resize(10)
-	if got := q.Stats().MaxWorkers; got < 5 || got > 10 {
-		t.Fatalf("after Resize(10) with min 5, MaxWorkers = %d, want within [5, 10]", got)
-	}
+	resizes(8, 2, 3)
+	q := resizes(2, 5, 1)
 	for i := 0; i < 100; i++ {
 		must(t, q.Invoke(i))
 	}
@@ -1170,17 +1037,8 @@ func TestAdv6FuncAdaptiveResizeSetsCeiling(t *testing.T) {
 // handler, and the Invoke that caused the drop still returns nil; the dropped argument never
 // runs and the pool keeps serving.
 func TestAdv6FuncDiscardHandlerPanicGoesToPanicHandler(t *testing.T) {
-	gate := make(chan struct{})
-	first := make(chan struct{}, 1)
-	var ran sync.Map
 	var reported atomic.Int32
-	p := crew.NewFunc(1, func(v int) {
-		ran.Store(v, true)
-		if v == 0 {
-			first <- struct{}{}
-			<-gate
-		}
-	}, crew.WithQueueSize(1), crew.WithOverflow(crew.DiscardOldest),
+	p := newAdv6Held(t, crew.WithQueueSize(1), crew.WithOverflow(crew.DiscardOldest),
 		crew.WithPanicHandler(func(any, []byte) { reported.Add(1) }),
 		crew.WithDiscardHandler(func(v any) {
 			if v.(int) == 1 {
@@ -1188,21 +1046,16 @@ func TestAdv6FuncDiscardHandlerPanicGoesToPanicHandler(t *testing.T) {
 			}
 			panic(nil)
 		}))
-	must(t, p.Invoke(0))
-	adv6Wait(t, "first call", first)
 	must(t, p.Invoke(1))
 	must(t, p.Invoke(2)) // drops 1: the handler panics with a value
 	must(t, p.Invoke(3)) // drops 2: the handler panics with nil
-	close(gate)
+	close(p.release)
 	p.StopAndWait()
 	if reported.Load() != 2 {
 		t.Fatalf("panic handler got %d reports, want 2", reported.Load())
 	}
-	for v, want := range map[int]bool{0: true, 1: false, 2: false, 3: true} {
-		if _, ok := ran.Load(v); ok != want {
-			t.Fatalf("argument %d ran: %v, want %v", v, ok, want)
-		}
-	}
+	p.ranTimes(t, "accepted and not dropped", 1, 0, 3)
+	p.ranTimes(t, "dropped", 0, 1, 2)
 	if s := p.Stats(); s.Accepted != 4 || s.Discarded != 2 || s.Completed != 2 || s.Panicked != 0 {
 		t.Fatalf("stats %+v: want Accepted 4, Discarded 2, Completed 2, Panicked 0", s)
 	}
@@ -1228,13 +1081,8 @@ func TestAdv6FuncPauseAndWaitFromInsideFn(t *testing.T) {
 	must(t, p.Invoke(0))
 	waitFor(t, "call 0 to start", func() bool { return ran.Load() == 1 })
 	close(proceed)
-	select {
-	case err := <-errc:
-		if !errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("PauseAndWait from inside fn = %v, want DeadlineExceeded", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("PauseAndWait from inside fn did not return when its ctx ended")
+	if err := adv6Wait(t, "PauseAndWait from inside fn to return when its ctx ends", errc); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("PauseAndWait from inside fn = %v, want DeadlineExceeded", err)
 	}
 	p.Wait() // call 0 has returned; nothing queued
 	for i := 1; i <= 3; i++ {
@@ -1257,31 +1105,19 @@ func TestAdv6FuncPauseAndWaitFromInsideFn(t *testing.T) {
 // Pause does nothing once the FuncPool is stopped: its accepted calls still run to the end
 // and Stats does not report it paused.
 func TestAdv6FuncPauseAfterStopDoesNothing(t *testing.T) {
-	gate := make(chan struct{})
-	first := make(chan struct{}, 1)
-	var ran atomic.Int32
-	p := crew.NewFunc(1, func(v int) {
-		if v == 0 {
-			first <- struct{}{}
-			<-gate
-		}
-		ran.Add(1)
-	})
-	for i := 0; i < 5; i++ {
+	p := newAdv6Held(t)
+	for i := 1; i < 5; i++ {
 		must(t, p.Invoke(i))
 	}
-	adv6Wait(t, "first call", first)
 	p.Stop()
 	p.Pause()
 	if p.Stats().Paused {
 		t.Fatal("a stopped pool reports Paused after Pause")
 	}
-	close(gate)
+	close(p.release)
 	done := goRun(p.StopAndWait)
 	adv6Wait(t, "StopAndWait of a pool paused after Stop", done)
-	if ran.Load() != 5 {
-		t.Fatalf("%d calls ran, want 5", ran.Load())
-	}
+	p.ranTimes(t, "accepted before Stop", 1, 0, 1, 2, 3, 4)
 }
 
 // Every refused Invoke, whatever the door and the reason, has its Queued hook followed by
@@ -1291,24 +1127,13 @@ func TestAdv6FuncRefusalsReachRejectedHook(t *testing.T) {
 	var mu sync.Mutex
 	var queued int
 	var rejected []error
-	gate := make(chan struct{})
-	first := make(chan struct{}, 1)
-	var ran sync.Map
 	pctx, pcancel := context.WithCancel(context.Background())
 	defer pcancel()
-	p := crew.NewFunc(1, func(v int) {
-		ran.Store(v, true)
-		if v == 0 {
-			first <- struct{}{}
-			<-gate
-		}
-	}, crew.WithQueueSize(1), crew.WithNonBlocking(), crew.WithContext(pctx),
+	p := newAdv6Held(t, crew.WithQueueSize(1), crew.WithNonBlocking(), crew.WithContext(pctx),
 		crew.WithHooks(crew.Hooks{
 			Queued:   func(crew.TaskInfo) { mu.Lock(); queued++; mu.Unlock() },
 			Rejected: func(err error) { mu.Lock(); rejected = append(rejected, err); mu.Unlock() },
 		}))
-	must(t, p.Invoke(0))
-	adv6Wait(t, "first call", first)
 	must(t, p.Invoke(1))
 	if err := p.Invoke(10); !errors.Is(err, crew.ErrQueueFull) {
 		t.Fatalf("Invoke on full queue = %v", err)
@@ -1326,13 +1151,9 @@ func TestAdv6FuncRefusalsReachRejectedHook(t *testing.T) {
 	if err := p.Invoke(13); !errors.Is(err, crew.ErrStopped) {
 		t.Fatalf("Invoke after the pool's context ended = %v", err)
 	}
-	close(gate)
+	close(p.release)
 	p.StopAndWait()
-	for v := 10; v <= 13; v++ {
-		if _, ok := ran.Load(v); ok {
-			t.Fatalf("fn ran with refused argument %d", v)
-		}
-	}
+	p.ranTimes(t, "refused", 0, 10, 11, 12, 13)
 	mu.Lock()
 	defer mu.Unlock()
 	want := []error{crew.ErrQueueFull, crew.ErrQueueFull, context.Canceled, crew.ErrStopped}
@@ -1438,44 +1259,27 @@ func TestAdv6FuncAdaptiveResizeStormWithPanics(t *testing.T) {
 	if testing.Short() {
 		n = 400
 	}
-	var running, high atomic.Int32
+	var hw highWater
 	runs := make([]atomic.Int32, n)
 	p := crew.NewFunc(6, func(v int) {
-		r := running.Add(1)
-		defer running.Add(-1)
-		for {
-			h := high.Load()
-			if r <= h || high.CompareAndSwap(h, r) {
-				break
-			}
-		}
+		hw.enter()
+		defer hw.exit()
 		runs[v].Add(1)
 		if v%3 == 0 {
 			panic(nil)
 		}
 	}, crew.WithAdaptiveLimit(2), crew.WithQueueSize(16), crew.WithPanicHandler(func(any, []byte) {}))
-	stop := make(chan struct{})
-	storm := goRun(func() {
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			p.Resize(1 + i%6)
-			runtime.Gosched()
-		}
+	endStorm := crewtest.Churn(t, "the resize storm", func(i int) {
+		p.Resize(1 + i%6)
+		runtime.Gosched()
 	})
-	together(4, n/4, func(c, i int) { must(t, p.Invoke(c*(n/4)+i)) })
-	close(stop)
-	adv6Wait(t, "storm", storm)
+	adv6InvokeAll(t, p, n)
+	endStorm()
 	p.Resize(3)
 	p.Wait()
-	if got := p.Stats().MaxWorkers; got < 2 || got > 3 {
-		t.Fatalf("after Resize(3), MaxWorkers = %d, want within [2, 3]", got)
-	}
+	adv6MaxWorkers(t, p, "after Resize(3)", 2, 3)
 	p.StopAndWait()
-	if h := high.Load(); h > 6 {
+	if h := hw.high.Load(); h > 6 {
 		t.Fatalf("%d calls ran at once, above every ceiling set (6)", h)
 	}
 	ranOnce(t, runs)

@@ -26,16 +26,74 @@ var adv6Seqs = []struct {
 // adv6Bounded runs f on its own goroutine and fails the test unless it returns within 10 s.
 func adv6Bounded(t *testing.T, what string, f func()) {
 	t.Helper()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		f()
-	}()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatalf("%s: still running after 10s", what)
-	}
+	awaitReturn(t, what, goRun(f))
+}
+
+// adv6Ranging is a range over a mapped sequence on a goroutine of its own, keeping what it
+// yields.
+type adv6Ranging struct {
+	vals []int
+	errs []error
+	done <-chan struct{}
+}
+
+// adv6Range ranges over seq on a goroutine of its own, keeping the values and the failures
+// it yields; read them after wait.
+func adv6Range(seq iter.Seq2[int, error]) *adv6Ranging {
+	r := &adv6Ranging{}
+	r.done = goRun(func() {
+		for v, err := range seq {
+			if err != nil {
+				r.errs = append(r.errs, err)
+			} else {
+				r.vals = append(r.vals, v)
+			}
+		}
+	})
+	return r
+}
+
+// wait fails t unless the range ends within 10 s.
+func (r *adv6Ranging) wait(t *testing.T) {
+	t.Helper()
+	awaitReturn(t, "the range to end", r.done)
+}
+
+// adv6RangeAll ranges over seq, failing t unless the range ends within 10 s having yielded
+// no failure and, when ordered, the values 0, 1, 2, ... in that order. It calls each with
+// every value yielded and the count of values yielded so far, that one included, and returns
+// the count.
+func adv6RangeAll(t *testing.T, ordered bool, seq iter.Seq2[int, error], each func(v, n int)) int {
+	t.Helper()
+	next := 0
+	adv6Bounded(t, "range", func() {
+		for v, err := range seq {
+			if err != nil {
+				t.Errorf("failure %v", err)
+				return
+			}
+			if ordered && v != next {
+				t.Errorf("got %d, want %d", v, next)
+			}
+			next++
+			each(v, next)
+		}
+	})
+	return next
+}
+
+// adv6HoldFirst returns a function for a range whose first call closes first and then waits
+// for release, and the count of the calls made.
+func adv6HoldFirst(release <-chan struct{}) (fn func(context.Context, int) (int, error), first <-chan struct{}, calls *atomic.Int64) {
+	firstc := make(chan struct{})
+	calls = new(atomic.Int64)
+	return func(_ context.Context, v int) (int, error) {
+		if calls.Add(1) == 1 {
+			close(firstc)
+			<-release
+		}
+		return v, nil
+	}, firstc, calls
 }
 
 // Breaking out of a range leaves no call running when the range statement ends, and no call
@@ -107,9 +165,7 @@ func TestAdv6StrmGoexitInSequenceOrBodyLeavesNoCallRunning(t *testing.T) {
 				}
 				var atEnd atomic.Int64
 				atEnd.Store(-1)
-				done := make(chan struct{})
-				go func() {
-					defer close(done)
+				adv6Bounded(t, "range", func() {
 					defer func() { atEnd.Store(running.Load()) }()
 					for v, err := range m.seq(context.Background(), p, in, fn) {
 						if err != nil {
@@ -119,12 +175,7 @@ func TestAdv6StrmGoexitInSequenceOrBodyLeavesNoCallRunning(t *testing.T) {
 							runtime.Goexit()
 						}
 					}
-				}()
-				select {
-				case <-done:
-				case <-time.After(10 * time.Second):
-					t.Fatal("range did not end")
-				}
+				})
 				if n := atEnd.Load(); n != 0 {
 					t.Fatalf("%d calls running when the range statement ended", n)
 				}
@@ -327,17 +378,7 @@ func TestAdv6StrmRangeOnFullQueueFollowsOverflowPolicy(t *testing.T) {
 			free := adv6Fill(t, p, 2, 2)
 			defer free()
 			sum := 0
-			adv6Bounded(t, "range", func() {
-				for v, err := range m.seq(context.Background(), p, countTo(10), func(_ context.Context, v int) (int, error) {
-					return v, nil
-				}) {
-					if err != nil {
-						t.Errorf("failure %v", err)
-						return
-					}
-					sum += v
-				}
-			})
+			adv6RangeAll(t, false, m.seq(context.Background(), p, countTo(10), identity), func(v, _ int) { sum += v })
 			if sum != 45 {
 				t.Fatalf("sum %d, want 45", sum)
 			}
@@ -348,70 +389,36 @@ func TestAdv6StrmRangeOnFullQueueFollowsOverflowPolicy(t *testing.T) {
 				crew.WithDiscardHandler(func(any) { dropped.Add(1) }))
 			defer p.StopAndWait()
 			free := adv6Fill(t, p, 2, 2)
-			var errs []error
-			var vals []int
-			done := make(chan struct{})
-			go func() {
-				defer close(done)
-				for v, err := range m.seq(context.Background(), p, countTo(6), func(_ context.Context, v int) (int, error) {
-					return v, nil
-				}) {
-					if err != nil {
-						errs = append(errs, err)
-					} else {
-						vals = append(vals, v)
-					}
-				}
-			}()
+			r := adv6Range(m.seq(context.Background(), p, countTo(6), identity))
 			awaitStats(t, p, "the queued plain tasks dropped", func(s crew.Stats) bool { return s.Discarded >= 2 })
 			free()
-			select {
-			case <-done:
-			case <-time.After(10 * time.Second):
-				t.Fatal("range did not end")
-			}
-			for _, err := range errs {
+			r.wait(t)
+			for _, err := range r.errs {
 				if !errors.Is(err, crew.ErrDiscarded) {
 					t.Fatalf("failure %v, want ErrDiscarded", err)
 				}
 			}
-			if len(errs) > 1 {
-				t.Fatalf("%d failures yielded, want at most one", len(errs))
+			if len(r.errs) > 1 {
+				t.Fatalf("%d failures yielded, want at most one", len(r.errs))
 			}
-			if len(errs) == 0 && len(vals) != 6 {
-				t.Fatalf("yielded %v and no failure", vals)
+			if len(r.errs) == 0 && len(r.vals) != 6 {
+				t.Fatalf("yielded %v and no failure", r.vals)
 			}
 		})
 		t.Run(m.name+"/Block", func(t *testing.T) {
 			p := crew.New(2, crew.WithQueueSize(2))
 			defer p.StopAndWait()
 			free := adv6Fill(t, p, 2, 2)
-			done := make(chan int)
-			go func() {
-				sum := 0
-				for v, err := range m.seq(context.Background(), p, countTo(10), func(_ context.Context, v int) (int, error) {
-					return v, nil
-				}) {
-					if err != nil {
-						sum = -1000
-					}
-					sum += v
-				}
-				done <- sum
-			}()
-			select {
-			case <-done:
-				t.Fatal("range ended while the queue was full")
-			case <-time.After(20 * time.Millisecond):
-			}
+			r := adv6Range(m.seq(context.Background(), p, countTo(10), identity))
+			stillBlocked(t, "the range on a full queue", r.done)
 			free()
-			select {
-			case sum := <-done:
-				if sum != 45 {
-					t.Fatalf("sum %d, want 45", sum)
-				}
-			case <-time.After(10 * time.Second):
-				t.Fatal("range did not end")
+			r.wait(t)
+			sum := 0
+			for _, v := range r.vals {
+				sum += v
+			}
+			if len(r.errs) != 0 || sum != 45 {
+				t.Fatalf("sum %d and failures %v, want 45 and none", sum, r.errs)
 			}
 		})
 	}
@@ -434,24 +441,11 @@ func TestAdv6StrmPauseResumeMidRangeYieldsEverything(t *testing.T) {
 				close(resumed)
 			}()
 			seen := make([]bool, n)
-			next := 0
-			adv6Bounded(t, "range", func() {
-				for v, err := range m.seq(context.Background(), p, countTo(n), func(_ context.Context, v int) (int, error) {
-					return v, nil
-				}) {
-					if err != nil {
-						t.Errorf("failure %v", err)
-						return
-					}
-					if m.ordered && v != next {
-						t.Errorf("got %d, want %d", v, next)
-					}
-					next++
-					seen[v] = true
-					if next == 10 {
-						p.Pause()
-						close(paused)
-					}
+			adv6RangeAll(t, m.ordered, m.seq(context.Background(), p, countTo(n), identity), func(v, yielded int) {
+				seen[v] = true
+				if yielded == 10 {
+					p.Pause()
+					close(paused)
 				}
 			})
 			<-resumed
@@ -510,27 +504,17 @@ func TestAdv6StrmResizeToOneMidRange(t *testing.T) {
 			p := crew.New(4)
 			defer p.StopAndWait()
 			n := 80
-			next := 0
 			sum := 0
-			adv6Bounded(t, "range", func() {
-				for v, err := range m.seq(context.Background(), p, countTo(n), func(_ context.Context, v int) (int, error) {
-					if v%5 == 0 {
-						time.Sleep(time.Millisecond)
-					}
-					return v, nil
-				}) {
-					if err != nil {
-						t.Errorf("failure %v", err)
-						return
-					}
-					if m.ordered && v != next {
-						t.Errorf("got %d, want %d", v, next)
-					}
-					next++
-					sum += v
-					if next == 8 {
-						p.Resize(1)
-					}
+			seq := m.seq(context.Background(), p, countTo(n), func(_ context.Context, v int) (int, error) {
+				if v%5 == 0 {
+					time.Sleep(time.Millisecond)
+				}
+				return v, nil
+			})
+			next := adv6RangeAll(t, m.ordered, seq, func(v, yielded int) {
+				sum += v
+				if yielded == 8 {
+					p.Resize(1)
 				}
 			})
 			if next != n || sum != n*(n-1)/2 {
@@ -553,44 +537,21 @@ func TestAdv6StrmStopNowMidRangeYieldsErrStopped(t *testing.T) {
 			blockStarted := make(chan struct{})
 			must(t, p.Submit(func() { close(blockStarted); <-release }))
 			<-blockStarted
-			var started atomic.Int64
-			firstRunning := make(chan struct{})
-			var errs []error
-			var vals []int
-			done := make(chan struct{})
-			go func() {
-				defer close(done)
-				for v, err := range m.seq(context.Background(), p, countTo(20), func(_ context.Context, v int) (int, error) {
-					if started.Add(1) == 1 {
-						close(firstRunning)
-						<-release
-					}
-					return v, nil
-				}) {
-					if err != nil {
-						errs = append(errs, err)
-					} else {
-						vals = append(vals, v)
-					}
-				}
-			}()
-			<-firstRunning
+			fn, first, started := adv6HoldFirst(release)
+			r := adv6Range(m.seq(context.Background(), p, countTo(20), fn))
+			<-first
 			awaitStats(t, p, "a call queued", func(s crew.Stats) bool { return s.Waiting >= 1 })
 			if out := p.StopNow(); len(out) != 0 {
 				t.Errorf("StopNow handed back %d plain tasks", len(out))
 			}
 			close(release)
-			select {
-			case <-done:
-			case <-time.After(10 * time.Second):
-				t.Fatal("range did not end")
-			}
+			r.wait(t)
 			p.StopAndWait()
-			if len(errs) != 1 || !errors.Is(errs[0], crew.ErrStopped) {
-				t.Fatalf("yielded values %v, failures %v; want one ErrStopped", vals, errs)
+			if len(r.errs) != 1 || !errors.Is(r.errs[0], crew.ErrStopped) {
+				t.Fatalf("yielded values %v, failures %v; want one ErrStopped", r.vals, r.errs)
 			}
-			if m.ordered && (len(vals) != 1 || vals[0] != 0) {
-				t.Fatalf("MapSeq yielded %v before ErrStopped, want [0]", vals)
+			if m.ordered && (len(r.vals) != 1 || r.vals[0] != 0) {
+				t.Fatalf("MapSeq yielded %v before ErrStopped, want [0]", r.vals)
 			}
 			if n := started.Load(); n != 1 {
 				t.Fatalf("%d calls ran, want 1", n)
@@ -607,27 +568,15 @@ func TestAdv6StrmShutdownGivingUpMidRangeYieldsErrStopped(t *testing.T) {
 			p := crew.New(2)
 			var causes []error
 			var mu sync.Mutex
-			var errs []error
-			got := 0
 			running := make(chan struct{}, 100)
-			done := make(chan struct{})
-			go func() {
-				defer close(done)
-				for _, err := range m.seq(context.Background(), p, countTo(1000), func(ctx context.Context, v int) (int, error) {
-					running <- struct{}{}
-					<-ctx.Done()
-					mu.Lock()
-					causes = append(causes, context.Cause(ctx))
-					mu.Unlock()
-					return v, nil
-				}) {
-					if err != nil {
-						errs = append(errs, err)
-					} else {
-						got++
-					}
-				}
-			}()
+			r := adv6Range(m.seq(context.Background(), p, countTo(1000), func(ctx context.Context, v int) (int, error) {
+				running <- struct{}{}
+				<-ctx.Done()
+				mu.Lock()
+				causes = append(causes, context.Cause(ctx))
+				mu.Unlock()
+				return v, nil
+			}))
 			<-running
 			<-running
 			sctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
@@ -636,17 +585,13 @@ func TestAdv6StrmShutdownGivingUpMidRangeYieldsErrStopped(t *testing.T) {
 			if !errors.Is(err, context.DeadlineExceeded) {
 				t.Fatalf("Shutdown = %v", err)
 			}
-			select {
-			case <-done:
-			case <-time.After(10 * time.Second):
-				t.Fatal("range did not end")
-			}
+			r.wait(t)
 			p.StopAndWait()
-			if len(errs) != 1 || !errors.Is(errs[0], crew.ErrStopped) {
-				t.Fatalf("yielded %d values and failures %v; want ErrStopped last", got, errs)
+			if len(r.errs) != 1 || !errors.Is(r.errs[0], crew.ErrStopped) {
+				t.Fatalf("yielded %d values and failures %v; want ErrStopped last", len(r.vals), r.errs)
 			}
-			if got != 2 {
-				t.Fatalf("yielded %d values, want the 2 calls made", got)
+			if len(r.vals) != 2 {
+				t.Fatalf("yielded %d values, want the 2 calls made", len(r.vals))
 			}
 			mu.Lock()
 			defer mu.Unlock()
@@ -847,13 +792,7 @@ func TestAdv6StrmConcurrentCompletedRangesEachYieldEveryFuture(t *testing.T) {
 	}
 	time.Sleep(5 * time.Millisecond)
 	close(gate)
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("ranges over Completed did not end")
-	}
+	adv6Bounded(t, "ranges over Completed", wg.Wait)
 	for r := 1; r < ranges; r++ {
 		for i, c := range counts[r] {
 			if c != 1 {
@@ -1048,43 +987,23 @@ func TestAdv6StrmStopNowOfRootEndsRangeOnSubSubPool(t *testing.T) {
 			root := crew.New(1)
 			leaf := root.Sub(2, crew.WithPriority(1)).Sub(2)
 			release := make(chan struct{})
-			first := make(chan struct{})
-			var ran atomic.Int64
-			var errs []error
-			done := make(chan struct{})
-			go func() {
-				defer close(done)
-				for _, err := range m.seq(context.Background(), leaf, countTo(50), func(_ context.Context, v int) (int, error) {
-					if ran.Add(1) == 1 {
-						close(first)
-						<-release
-					}
-					return v, nil
-				}) {
-					if err != nil {
-						errs = append(errs, err)
-					}
-				}
-			}()
+			fn, first, ran := adv6HoldFirst(release)
+			r := adv6Range(m.seq(context.Background(), leaf, countTo(50), fn))
 			<-first
 			awaitStats(t, root, "a call queued", func(s crew.Stats) bool { return s.Waiting >= 1 })
 			root.StopNow()
 			close(release)
-			select {
-			case <-done:
-			case <-time.After(10 * time.Second):
-				t.Fatal("range did not end")
-			}
+			r.wait(t)
 			root.StopAndWait()
-			if len(errs) != 1 || !errors.Is(errs[0], crew.ErrStopped) {
-				t.Fatalf("failures %v, want one ErrStopped", errs)
+			if len(r.errs) != 1 || !errors.Is(r.errs[0], crew.ErrStopped) {
+				t.Fatalf("failures %v, want one ErrStopped", r.errs)
 			}
 			if n := ran.Load(); n != 1 {
 				t.Fatalf("%d calls ran, want 1", n)
 			}
 			var pulled atomic.Int64
 			var again []error
-			for _, err := range m.seq(context.Background(), leaf, count(5, &pulled), func(_ context.Context, v int) (int, error) { return v, nil }) {
+			for _, err := range m.seq(context.Background(), leaf, count(5, &pulled), identity) {
 				again = append(again, err)
 			}
 			if len(again) != 1 || !errors.Is(again[0], crew.ErrStopped) || pulled.Load() != 0 {
@@ -1107,33 +1026,17 @@ func TestAdv6StrmDiscardedCallOfRangeOnSubPoolIsYielded(t *testing.T) {
 			must(t, root.Submit(func() { close(started); <-release })) // the only worker
 			<-started
 			must(t, sub.Submit(func() {})) // takes sub's one slot, waiting in root's queue
-			var errs []error
-			var vals []int
 			var calls atomic.Int64
-			done := make(chan struct{})
-			go func() {
-				defer close(done)
-				for v, err := range m.seq(context.Background(), sub, countTo(3), func(_ context.Context, v int) (int, error) {
-					calls.Add(1)
-					return v, nil
-				}) {
-					if err != nil {
-						errs = append(errs, err)
-					} else {
-						vals = append(vals, v)
-					}
-				}
-			}()
+			r := adv6Range(m.seq(context.Background(), sub, countTo(3), func(_ context.Context, v int) (int, error) {
+				calls.Add(1)
+				return v, nil
+			}))
 			awaitStats(t, sub, "value 0 queued", func(s crew.Stats) bool { return s.Accepted >= 2 })
 			must(t, sub.Submit(func() {})) // drops value 0, the oldest in sub's queue
 			close(release)
-			select {
-			case <-done:
-			case <-time.After(10 * time.Second):
-				t.Fatal("range did not end")
-			}
-			if len(errs) != 1 || !errors.Is(errs[0], crew.ErrDiscarded) || len(vals) != 0 || calls.Load() != 0 {
-				t.Fatalf("yielded %v and failures %v after %d calls, want one ErrDiscarded", vals, errs, calls.Load())
+			r.wait(t)
+			if len(r.errs) != 1 || !errors.Is(r.errs[0], crew.ErrDiscarded) || len(r.vals) != 0 || calls.Load() != 0 {
+				t.Fatalf("yielded %v and failures %v after %d calls, want one ErrDiscarded", r.vals, r.errs, calls.Load())
 			}
 		})
 	}
@@ -1191,25 +1094,19 @@ func TestAdv6StrmShutdownGivingUpMidForEachReturnsErrStopped(t *testing.T) {
 	p := crew.New(2)
 	running := make(chan struct{}, 100)
 	var err error
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
+	done := goRun(func() {
 		err = crew.ForEach(context.Background(), p, countTo(1000), func(ctx context.Context, v int) error {
 			running <- struct{}{}
 			<-ctx.Done()
 			return nil
 		})
-	}()
+	})
 	<-running
 	<-running
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
 	serr := p.Shutdown(sctx)
 	cancel()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("ForEach did not return")
-	}
+	awaitReturn(t, "ForEach to return", done)
 	p.StopAndWait()
 	if !errors.Is(serr, context.DeadlineExceeded) || !errors.Is(err, crew.ErrStopped) {
 		t.Fatalf("Shutdown = %v, ForEach = %v; want DeadlineExceeded, ErrStopped", serr, err)

@@ -499,33 +499,24 @@ func TestAdv7KeyedHooksCountEachTaskOnceWhateverItsTurns(t *testing.T) {
 	rec := newAdv7Rec()
 	n := crewtest.Scale(60, 20)
 	keys := []string{"a", "b", "c"}
-	stop := make(chan struct{})
-	churn := goRun(func() {
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			switch i % 4 {
-			case 0:
-				p.Pause()
-			case 1:
-				p.Resize(1)
-				p.Resume()
-			case 2:
-				p.Resize(2)
-			}
-			runtime.Gosched()
+	endChurn := crewtest.Churn(t, "the churn", func(i int) {
+		switch i % 4 {
+		case 0:
+			p.Pause()
+		case 1:
+			p.Resize(1)
+			p.Resume()
+		case 2:
+			p.Resize(2)
 		}
+		runtime.Gosched()
 	})
 	for i := range n {
 		for _, key := range keys {
 			must(t, k.Submit(key, rec.task(key, i, crewtest.Mix(i))))
 		}
 	}
-	close(stop)
-	<-churn
+	endChurn()
 	p.Resume()
 	p.Resize(2)
 	awaitReturn(t, "Keyed.Wait", goRun(k.Wait))
@@ -1288,33 +1279,25 @@ func TestAdv7KeyedEverythingConcurrentOnATree(t *testing.T) {
 	const callers = 4
 	each := crewtest.Scale(90, 30)
 	var seq [callers][3][2]int // caller, keyed, key: seq numbers given to accepted tasks
-	stop := make(chan struct{})
 	var bad atomic.Int32
-	churn := goRun(func() {
-		rng := rand.New(rand.NewPCG(1, 2))
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			p := pools[rng.IntN(len(pools))]
-			switch rng.IntN(4) {
-			case 0:
-				p.Pause()
-			case 1:
-				p.Resume()
-			case 2:
-				p.Resize(1 + rng.IntN(3))
-			case 3:
-				for _, k := range keyeds {
-					if s := k.Stats(); uint64(s.Running+s.Waiting) != s.Accepted-s.Completed-s.Panicked {
-						bad.Add(1)
-					}
+	rng := rand.New(rand.NewPCG(1, 2))
+	endChurn := crewtest.Churn(t, "the churn", func(int) {
+		p := pools[rng.IntN(len(pools))]
+		switch rng.IntN(4) {
+		case 0:
+			p.Pause()
+		case 1:
+			p.Resume()
+		case 2:
+			p.Resize(1 + rng.IntN(3))
+		case 3:
+			for _, k := range keyeds {
+				if s := k.Stats(); uint64(s.Running+s.Waiting) != s.Accepted-s.Completed-s.Panicked {
+					bad.Add(1)
 				}
 			}
-			time.Sleep(50 * time.Microsecond)
 		}
+		time.Sleep(50 * time.Microsecond)
 	})
 	together(callers, each, func(c, i int) {
 		for x, k := range keyeds {
@@ -1339,8 +1322,7 @@ func TestAdv7KeyedEverythingConcurrentOnATree(t *testing.T) {
 			}
 		}
 	})
-	close(stop)
-	<-churn
+	endChurn()
 	for _, p := range pools {
 		p.Resume()
 		p.Resize(3)
@@ -1433,25 +1415,17 @@ func TestAdv7KeyedDiscardOldestStormAccountsEveryTask(t *testing.T) {
 	var plainRan atomic.Int64
 	const keyers, plainers = 3, 2
 	each := crewtest.Scale(200, 60)
-	stop := make(chan struct{})
-	churn := goRun(func() {
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			switch i % 3 {
-			case 0:
-				p.Resize(1)
-			case 1:
-				p.Pause()
-			case 2:
-				p.Resume()
-				p.Resize(2)
-			}
-			runtime.Gosched()
+	endChurn := crewtest.Churn(t, "the churn", func(i int) {
+		switch i % 3 {
+		case 0:
+			p.Resize(1)
+		case 1:
+			p.Pause()
+		case 2:
+			p.Resume()
+			p.Resize(2)
 		}
+		runtime.Gosched()
 	})
 	together(keyers+plainers, each, func(c, i int) {
 		runtime.Gosched() // let the workers and the churn in between submits
@@ -1461,8 +1435,7 @@ func TestAdv7KeyedDiscardOldestStormAccountsEveryTask(t *testing.T) {
 		}
 		adv7NoErr(t, p.Submit(func() { plainRan.Add(1) }))
 	})
-	close(stop)
-	<-churn
+	endChurn()
 	p.Resume()
 	p.Resize(2)
 	awaitReturn(t, "Keyed.Wait", goRun(k.Wait))

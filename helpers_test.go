@@ -621,18 +621,7 @@ func idleIdentity(t *testing.T, what string, s crew.Stats) {
 // repeatUntil calls f in a loop on a goroutine of its own, counted in wg, until stop is
 // closed: a storm of one operation beside others.
 func repeatUntil(wg *sync.WaitGroup, stop <-chan struct{}, f func()) {
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			f()
-		}
-	}()
+	crewtest.Repeat(wg, stop, func(int) { f() })
 }
 
 // pauseStorm pauses one of pools, picked at random, for d and then leaves it running for d,

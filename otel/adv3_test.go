@@ -455,51 +455,33 @@ func TestAdvTreeUnregisterWhileTrafficRuns(t *testing.T) {
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for name, p := range tr.pools {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				task := func() {
-					switch i % 9 {
-					case 2:
-						panic("planned")
-					case 5:
-						if name != "cr" {
-							runtime.Goexit()
-						}
+		crewtest.Repeat(&wg, stop, func(i int) {
+			task := func() {
+				switch i % 9 {
+				case 2:
+					panic("planned")
+				case 5:
+					if name != "cr" {
+						runtime.Goexit()
 					}
 				}
-				if name == "rej" {
-					p.TrySubmit(task)
-				} else {
-					_ = p.Submit(task)
-				}
-				if i%8 == 0 {
-					time.Sleep(50 * time.Microsecond)
-				}
 			}
-		}()
-	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
+			if name == "rej" {
+				p.TrySubmit(task)
+			} else {
+				_ = p.Submit(task)
 			}
-			_ = keyed.Submit(i%3, func() {})
 			if i%8 == 0 {
 				time.Sleep(50 * time.Microsecond)
 			}
+		})
+	}
+	crewtest.Repeat(&wg, stop, func(i int) {
+		_ = keyed.Submit(i%3, func() {})
+		if i%8 == 0 {
+			time.Sleep(50 * time.Microsecond)
 		}
-	}()
+	})
 	var collections atomic.Int64
 	collected := make(chan struct{})
 	go func() {

@@ -996,33 +996,21 @@ func TestAdv5OtelEverySpanStartedEndsUnderPauseResizeChurn(t *testing.T) {
 	defer root.StopAndWait()
 	sub := root.Sub(2, crew.WithHooks(adv5SpanHooks(t, "sub", tp)), crew.WithPriority(1))
 	groups := crewtest.Scale(30, 10)
-	stop := make(chan struct{})
-	churned := make(chan struct{})
-	go func() {
-		defer close(churned)
-		defer root.Resume()
-		defer sub.Resume()
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			switch i % 4 {
-			case 0:
-				root.Pause()
-			case 1:
-				sub.Pause()
-				root.Resume()
-			case 2:
-				root.Resize(1 + i%3)
-				sub.Resume()
-			case 3:
-				sub.Resize(1 + i%2)
-			}
-			time.Sleep(50 * time.Microsecond)
+	endChurn := crewtest.Churn(t, "the churn", func(i int) {
+		switch i % 4 {
+		case 0:
+			root.Pause()
+		case 1:
+			sub.Pause()
+			root.Resume()
+		case 2:
+			root.Resize(1 + i%3)
+			sub.Resume()
+		case 3:
+			sub.Resize(1 + i%2)
 		}
-	}()
+		time.Sleep(50 * time.Microsecond)
+	})
 	var ran atomic.Int64
 	advWithin(t, 10*time.Second, "the groups", func() {
 		var wg sync.WaitGroup
@@ -1052,8 +1040,9 @@ func TestAdv5OtelEverySpanStartedEndsUnderPauseResizeChurn(t *testing.T) {
 		}
 		wg.Wait()
 	})
-	close(stop)
-	<-churned
+	endChurn()
+	sub.Resume() // the churn may have left them paused
+	root.Resume()
 	advWithin(t, 10*time.Second, "Wait", root.Wait)
 	ended := adv5TaskSpans(rec)
 	if int64(len(ended)) != ran.Load() || len(rec.Started()) != len(ended) {

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/crewgo/crew"
+	"github.com/crewgo/crew/internal/crewtest"
 	crewotel "github.com/crewgo/crew/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -559,36 +560,12 @@ func TestAdvQuietTreeReadsBackItsStats(t *testing.T) {
 
 	stop := make(chan struct{})
 	var churn sync.WaitGroup
-	churn.Add(1)
-	go func() {
-		defer churn.Done()
-		defer tr.root.Resume()
-		defer tr.sub.Resume()
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			switch i % 4 {
-			case 0:
-				tr.root.Pause()
-			case 1:
-				tr.root.Resume()
-				tr.root.Resize(1 + i%3)
-			case 2:
-				tr.sub.Pause()
-				tr.subsub.Resize(1 + i%2)
-			case 3:
-				tr.sub.Resume()
-				tr.sub.Resize(1 + i%2)
-			}
-			time.Sleep(50 * time.Microsecond)
-		}
-	}()
+	crewtest.Repeat(&churn, stop, crewtest.TreeChurn(tr.root, tr.sub, tr.subsub))
 	advWithin(t, 10*time.Second, "submitting", func() { tr.submitAll(200) })
 	close(stop)
 	churn.Wait()
+	tr.sub.Resume() // the churn may have left them paused
+	tr.root.Resume()
 	tr.waitAll(t)
 
 	tr.quietMatch(t, r, true)
@@ -667,32 +644,7 @@ func TestAdvConcurrentCollectionsDuringChurnAreMonotonicAndConsistent(t *testing
 			}
 		}()
 	}
-	churn.Add(1)
-	go func() {
-		defer churn.Done()
-		defer tr.root.Resume()
-		defer tr.sub.Resume()
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			switch i % 3 {
-			case 0:
-				tr.root.Pause()
-				tr.sub.Resize(2 - i%2)
-			case 1:
-				tr.root.Resume()
-				tr.root.Resize(1 + i%3)
-				tr.sub.Pause()
-			case 2:
-				tr.sub.Resume()
-				tr.subsub.Resize(1)
-			}
-			time.Sleep(100 * time.Microsecond)
-		}
-	}()
+	crewtest.Repeat(&churn, stop, crewtest.TreeChurnSmall(tr.root, tr.sub, tr.subsub))
 	advWithin(t, 10*time.Second, "submitting", func() { tr.submitAll(100) })
 
 	tr.root.Pause()
@@ -704,6 +656,8 @@ func TestAdvConcurrentCollectionsDuringChurnAreMonotonicAndConsistent(t *testing
 	close(stop)
 	collecting.Wait()
 	churn.Wait()
+	tr.sub.Resume() // the churn may have left them paused
+	tr.root.Resume()
 	unregistering.Wait()
 	tr.waitAll(t)
 
@@ -1022,24 +976,14 @@ func TestAdvSpansAndHooksUnderPauseGoexitAndCallerRuns(t *testing.T) {
 
 	stop := make(chan struct{})
 	var churn sync.WaitGroup
-	churn.Add(1)
-	go func() {
-		defer churn.Done()
-		defer p.Resume()
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			if i%2 == 0 {
-				p.Pause()
-			} else {
-				p.Resume()
-			}
-			time.Sleep(100 * time.Microsecond)
+	crewtest.Repeat(&churn, stop, func(i int) {
+		if i%2 == 0 {
+			p.Pause()
+		} else {
+			p.Resume()
 		}
-	}()
+		time.Sleep(100 * time.Microsecond)
+	})
 	const groups, each = 40, 10
 	var submitted, ran, failed atomic.Uint64
 	errPlanned := errors.New("planned")
@@ -1078,6 +1022,7 @@ func TestAdvSpansAndHooksUnderPauseGoexitAndCallerRuns(t *testing.T) {
 	})
 	close(stop)
 	churn.Wait()
+	p.Resume() // the churn may have left it paused
 	advWithin(t, 5*time.Second, "Wait", p.Wait)
 
 	if n := ran.Load(); n != submitted.Load() || n == 0 {

@@ -349,64 +349,46 @@ func TestAdvTreeRegisterAndUnregisterWhileTrafficRuns(t *testing.T) {
 	var wg sync.WaitGroup
 	var accepted atomic.Int64
 	for name, p := range tr.pools {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				task := func() {
-					if i%7 == 3 {
-						panic("planned")
-					}
-				}
-				var err error
-				switch name {
-				case "cr":
-					// A caller-run task that panics goes to the panic handler on the caller.
-					err = p.Submit(task)
-				case "rej":
-					if !p.TrySubmit(task) {
-						err = crew.ErrQueueFull
-					}
-				case "stp":
-					if i%50 == 0 {
-						p.Pause()
-						err = p.Submit(task)
-						p.Resume()
-					} else {
-						err = p.Submit(task)
-					}
-				default:
-					err = p.Submit(task)
-				}
-				if err == nil {
-					accepted.Add(1)
-				}
-				if i%8 == 0 {
-					time.Sleep(50 * time.Microsecond)
+		crewtest.Repeat(&wg, stop, func(i int) {
+			task := func() {
+				if i%7 == 3 {
+					panic("planned")
 				}
 			}
-		}()
-	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
+			var err error
+			switch name {
+			case "cr":
+				// A caller-run task that panics goes to the panic handler on the caller.
+				err = p.Submit(task)
+			case "rej":
+				if !p.TrySubmit(task) {
+					err = crew.ErrQueueFull
+				}
+			case "stp":
+				if i%50 == 0 {
+					p.Pause()
+					err = p.Submit(task)
+					p.Resume()
+				} else {
+					err = p.Submit(task)
+				}
 			default:
+				err = p.Submit(task)
 			}
-			_ = tr.keyed.Submit(i%4, func() {})
+			if err == nil {
+				accepted.Add(1)
+			}
 			if i%8 == 0 {
 				time.Sleep(50 * time.Microsecond)
 			}
+		})
+	}
+	crewtest.Repeat(&wg, stop, func(i int) {
+		_ = tr.keyed.Submit(i%4, func() {})
+		if i%8 == 0 {
+			time.Sleep(50 * time.Microsecond)
 		}
-	}()
+	})
 	var scrapers sync.WaitGroup
 	var scrapes atomic.Int64
 	for range 2 {
@@ -786,22 +768,12 @@ func TestAdvTreeKeyedOnADiscardingSubPoolScrapesConsistentlyUnderChurn(t *testin
 		}()
 	}
 	var churn sync.WaitGroup
-	churn.Add(1)
-	go func() {
-		defer churn.Done()
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				mid.Resume()
-				return
-			default:
-			}
-			mid.Pause()
-			time.Sleep(100 * time.Microsecond)
-			mid.Resume()
-			time.Sleep(300 * time.Microsecond)
-		}
-	}()
+	crewtest.Repeat(&churn, stop, func(int) {
+		mid.Pause()
+		time.Sleep(100 * time.Microsecond)
+		mid.Resume()
+		time.Sleep(300 * time.Microsecond)
+	})
 	var submitters sync.WaitGroup
 	for g := range 2 {
 		submitters.Add(1)
@@ -831,6 +803,7 @@ func TestAdvTreeKeyedOnADiscardingSubPoolScrapesConsistentlyUnderChurn(t *testin
 	back := root.StopNow()
 	close(stop)
 	churn.Wait()
+	mid.Resume() // the churn may have left it paused
 	scrapers.Wait()
 	adv2Await(t, "the tree", crewtest.Go(func() { k.Wait(); root.StopAndWait() }))
 	sc := advQuietMatch(t, reg, srcs)

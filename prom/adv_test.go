@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/crewgo/crew"
+	"github.com/crewgo/crew/internal/crewtest"
 	"github.com/crewgo/crew/prom"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -480,35 +481,11 @@ func TestAdvQuietTreeReadsBackItsStats(t *testing.T) {
 
 	stop := make(chan struct{})
 	var churn sync.WaitGroup
-	churn.Add(1)
-	go func() {
-		defer churn.Done()
-		defer tr.root.Resume()
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			switch i % 4 {
-			case 0:
-				tr.root.Pause()
-			case 1:
-				tr.root.Resume()
-				tr.root.Resize(1 + i%3)
-			case 2:
-				tr.sub.Pause()
-				tr.subsub.Resize(1 + i%2)
-			case 3:
-				tr.sub.Resume()
-				tr.sub.Resize(1 + i%2)
-			}
-			time.Sleep(50 * time.Microsecond)
-		}
-	}()
+	crewtest.Repeat(&churn, stop, crewtest.TreeChurn(tr.root, tr.sub, tr.subsub))
 	advWithin(t, 10*time.Second, "submitting", func() { tr.submitAll(300) })
 	close(stop)
 	churn.Wait()
+	tr.root.Resume() // the churn may have left them paused
 	tr.sub.Resume()
 	tr.waitAll(t)
 
@@ -570,32 +547,7 @@ func TestAdvConcurrentScrapesDuringChurnAreMonotonicAndConsistent(t *testing.T) 
 			}
 		}()
 	}
-	churn.Add(1)
-	go func() {
-		defer churn.Done()
-		defer tr.root.Resume()
-		defer tr.sub.Resume()
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			switch i % 3 {
-			case 0:
-				tr.root.Pause()
-				tr.sub.Resize(2 - i%2)
-			case 1:
-				tr.root.Resume()
-				tr.root.Resize(1 + i%3)
-				tr.sub.Pause()
-			case 2:
-				tr.sub.Resume()
-				tr.subsub.Resize(1)
-			}
-			time.Sleep(100 * time.Microsecond)
-		}
-	}()
+	crewtest.Repeat(&churn, stop, crewtest.TreeChurnSmall(tr.root, tr.sub, tr.subsub))
 	advWithin(t, 10*time.Second, "submitting", func() { tr.submitAll(80) })
 
 	// Stop from the inside out, while the scrapers go on.
@@ -612,6 +564,8 @@ func TestAdvConcurrentScrapesDuringChurnAreMonotonicAndConsistent(t *testing.T) 
 	close(stop)
 	scraping.Wait()
 	churn.Wait()
+	tr.sub.Resume() // the churn may have left them paused
+	tr.root.Resume()
 	if scrapes.Load() == 0 {
 		t.Fatal("no scrape completed")
 	}
@@ -1026,34 +980,25 @@ func TestAdvRunningNeverExceedsTheLimitWithoutResize(t *testing.T) {
 			}
 		}()
 	}
-	churn.Add(1)
-	go func() {
-		defer churn.Done()
-		defer tr.root.Resume()
-		defer tr.sub.Resume()
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			switch i % 4 {
-			case 0:
-				tr.root.Pause()
-			case 1:
-				tr.root.Resume()
-			case 2:
-				tr.sub.Pause()
-			case 3:
-				tr.sub.Resume()
-			}
-			time.Sleep(100 * time.Microsecond)
+	crewtest.Repeat(&churn, stop, func(i int) {
+		switch i % 4 {
+		case 0:
+			tr.root.Pause()
+		case 1:
+			tr.root.Resume()
+		case 2:
+			tr.sub.Pause()
+		case 3:
+			tr.sub.Resume()
 		}
-	}()
+		time.Sleep(100 * time.Microsecond)
+	})
 	advWithin(t, 10*time.Second, "submitting", func() { tr.submitAll(100) })
 	close(stop)
 	scraping.Wait()
 	churn.Wait()
+	tr.sub.Resume() // the churn may have left them paused
+	tr.root.Resume()
 	if scrapes.Load() == 0 {
 		t.Fatal("no scrape completed")
 	}
