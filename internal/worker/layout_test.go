@@ -53,3 +53,20 @@ func TestEngineFieldsKeepTheirPlaces(t *testing.T) {
 		t.Errorf("Engine is %d bytes; want a size class that is a multiple of 128 (640, 768, 896, ...): change the padding at its end", size)
 	}
 }
+
+// TestWorkerFitsOneCacheLine guards the placement of worker's fields (see worker): for a
+// Pool's task, an interface, a worker is 64 bytes, a size class whose objects each start a
+// cache line, and the times a hand-out writes beside arg are on that line.
+func TestWorkerFitsOneCacheLine(t *testing.T) {
+	type task interface{ run() }
+	var w worker[task]
+	if size := unsafe.Sizeof(w); size != 64 {
+		t.Errorf("worker is %d bytes, want 64", size)
+	}
+	if off := unsafe.Offsetof(w.since); off != unsafe.Sizeof(w.arg) {
+		t.Errorf("since at byte %d, want %d, just after arg", off, unsafe.Sizeof(w.arg))
+	}
+	if end := unsafe.Offsetof(w.start) + unsafe.Sizeof(w.start); end > 64 {
+		t.Errorf("start ends at byte %d, beyond the worker's line", end)
+	}
+}
