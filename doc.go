@@ -30,17 +30,16 @@
 //
 // # A task's life
 //
-// A function given with a context (of [GoContext], [Group.Go], [Results.Go], [Map],
-// [ForEach], [MapSeq] and [MapSeqUnordered]) receives a context of its own, derived from
-// the one its group or call was made from. If that context, or the one it was derived from,
-// ends before a worker takes the function, the function never runs: it is skipped, counted in
-// [Stats].Skipped, and its future, group or call sees [context.Cause] of the context. So once a group's first error
-// cancels its context, its functions still queued are skipped ([Pool.GroupAll] runs them
-// all). [Future.Cancel] takes a function out before it starts. [WithTaskTimeout] gives each
-// function's context a deadline after its start. When [Pool.Shutdown]'s context ends before
-// the pool has drained, the functions with a context still queued are skipped and the
-// contexts of those running end, with cause [ErrStopped]. Plain tasks, which carry no
-// context, always run.
+// A function given with a context (of [GoContext], [Group.Go], [Results.Go], [Map], [ForEach],
+// [MapSeq] and [MapSeqUnordered]) receives a context of its own, derived from the one its group or
+// call was made from. If that context, or the one it was derived from, ends before a worker takes
+// the function, the function never runs: it is skipped, counted in [Stats].Skipped, and its future,
+// group or call sees [context.Cause] of the context. So once a group's first error cancels its
+// context, its functions still queued are skipped ([Pool.GroupAll] runs them all). [Future.Cancel]
+// takes a function out before it starts. [WithTaskTimeout] gives each function's context a deadline
+// after its start. When [Pool.Shutdown]'s context ends before the pool has drained, the functions
+// with a context still queued are skipped and the contexts of those running end, with cause
+// [ErrStopped]. Plain tasks, which carry no context, always run.
 //
 // # Waits that help
 //
@@ -87,18 +86,18 @@
 //
 // # Profiler labels
 //
-// Profiler labels (runtime/pprof) follow the work, not the worker. A worker starts with no
-// labels, whichever goroutine's submit started it, and a plain task runs under none. A
-// function given with a context (the functions of [GoContext], a group, a [Results], [Map],
-// [ForEach], [MapSeq] and [MapSeqUnordered]) runs on a worker under the labels of the context its group
-// or call was made from, and the worker has none again once the function returns, panics or
-// calls runtime.Goexit; so work that a request labelled with pprof.Do hands to a pool shows
-// in profiles under the request's labels. A function that [CallerRuns] runs on its submitter
-// keeps the submitter's labels, and one that a waiting function runs itself in its slot
-// ("Waits that help" above) keeps the labels the waiting function runs under: crew cannot
-// read a goroutine's labels to give them back, so it leaves them as they are. A nested group
-// made from the context crew gave a function carries that function's labels anyway; labels
-// added to it for the nested functions alone show only where a worker runs them.
+// Profiler labels (runtime/pprof) follow the work, not the worker. A worker starts with no labels,
+// whichever goroutine's submit started it, and a plain task runs under none. A function given with
+// a context (the functions of [GoContext], a group, a [Results], [Map], [ForEach], [MapSeq] and
+// [MapSeqUnordered]) runs on a worker under the labels of the context its group or call was made
+// from, and the worker has none again once the function returns, panics or calls runtime.Goexit; so
+// work that a request labelled with pprof.Do hands to a pool shows in profiles under the request's
+// labels. A function that [CallerRuns] runs on its submitter keeps the submitter's labels, and one
+// that a waiting function runs itself in its slot ("Waits that help" above) keeps the labels the
+// waiting function runs under: crew cannot read a goroutine's labels to give them back, so it
+// leaves them as they are. A nested group made from the context crew gave a function carries that
+// function's labels anyway; labels added to it for the nested functions alone show only where a
+// worker runs them.
 //
 // # Lifecycle
 //

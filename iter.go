@@ -9,17 +9,18 @@ import (
 	"github.com/crewgo/crew/internal/worker"
 )
 
-// ForEach calls fn on p for each value of in, with at most p's limit (its MaxWorkers when
-// ForEach starts) of calls in flight. It pulls the next value from in only when a call has
-// returned and a slot is free, so an endless or huge sequence never piles up in memory. It stops
-// pulling at the first error, at a panic (reported as a [*PanicError]), or when ctx ends, waits
-// for the calls in flight, and returns the first error; ctx.Err() if ctx ended first and no call
-// failed (a call still queued then is skipped, and fails with ctx's cause, [context.Cause]:
-// with a cause given to ctx, that is what ForEach returns); or [ErrStopped] if p is stopped (or a [Pool.Shutdown] of p gave up). The calls receive a context derived from ctx that is
-// canceled at the first error; a call still queued then is skipped (counted in
-// [Stats].Skipped). The return of every call synchronizes before the return of ForEach. Called
-// inside a function running on p with the context crew gave it, ForEach runs its own queued
-// calls while it waits for a slot (package documentation, "Waits that help").
+// ForEach calls fn on p for each value of in, with at most p's limit (its MaxWorkers when ForEach
+// starts) of calls in flight. It pulls the next value from in only when a call has returned and a
+// slot is free, so an endless or huge sequence never piles up in memory. It stops pulling at the
+// first error, at a panic (reported as a [*PanicError]), or when ctx ends, waits for the calls in
+// flight, and returns the first error; ctx.Err() if ctx ended first and no call failed (a call
+// still queued then is skipped, and fails with ctx's cause, [context.Cause]: with a cause given to
+// ctx, that is what ForEach returns); or [ErrStopped] if p is stopped (or a [Pool.Shutdown] of p
+// gave up). The calls receive a context derived from ctx that is canceled at the first error; a
+// call still queued then is skipped (counted in [Stats].Skipped). The return of every call
+// synchronizes before the return of ForEach. Called inside a function running on p with the context
+// crew gave it, ForEach runs its own queued calls while it waits for a slot (package documentation,
+// "Waits that help").
 //
 // ForEach blocks while every slot is taken, and while p's bounded queue is full, only until ctx
 // ends or a call fails. If in itself panics (or calls runtime.Goexit), ForEach cancels the

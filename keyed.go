@@ -526,8 +526,9 @@ func (r *keyRunner[K]) one(t keyedTask, panicked *bool) {
 	if timed {
 		start = k.clock()
 		c.obs.start(time.Duration(max(0, start-t.at)))
-		// t may call runtime.Goexit, which no catch stops: its Finished hook is called as
-		// the goroutine unwinds, as for a task of the pool's own (TestKeyedTaskThatCallsGoexitIsFinished).
+		// t may call runtime.Goexit, which no catch stops: its Finished hook is called as the
+		// goroutine unwinds, as for a task of the pool's own
+		// (TestKeyedTaskThatCallsGoexitIsFinished).
 		defer func() {
 			if !ended {
 				c.obs.Finished(time.Duration(max(0, start-t.at)), time.Duration(max(0, k.clock()-start)), false)

@@ -22,21 +22,20 @@ import (
 // tasks are seen by the sub-pool's hooks ([Pool.Sub] takes options), not by its parent's.
 // For each task, Queued happens before Started, and Started before Finished.
 //
-// Each hook runs on the goroutine named below with no lock of the pool held, so a hook may
-// call [Pool.Stats], [Pool.TrySubmit], [Pool.Resize] or [Pool.Stop] on the pool. A hook
-// that panics, with any value or with nil, has its panic sent to the pool's panic handler
-// ([WithPanicHandler]), and the task it was called for is unaffected: it still runs exactly
-// once, and the worker keeps serving. A hook that calls runtime.Goexit ends the goroutine it
-// runs on, as a task that calls it does, and nothing else: a Queued or Rejected hook ends the
-// submitter inside its submit, and the task is not accepted and never runs (a function of
-// [Group.Go], [Group.TryGo], [Results.Go], [Map] or [ForEach] then counts as one that
-// called runtime.Goexit, so Wait returns); a Started hook keeps its task from running, and the task
-// counts as completed (a future's, a group's or a sequence's Wait or range reports the
-// Goexit); a Finished hook comes after its task has ended, and the task's outcome stands,
-// reported once (but a plain task's panic, which Finished precedes, then never reaches the
-// panic handler); a Discarded hook comes after the dropped task went to the discard handler or
-// failed with [ErrDiscarded]. The pool replaces a worker so ended. Hooks add their own run time to every
-// task's path through the pool, so they should be quick.
+// Each hook runs on the goroutine named below with no lock of the pool held, so a hook may call
+// [Pool.Stats], [Pool.TrySubmit], [Pool.Resize] or [Pool.Stop] on the pool. A hook that panics,
+// with any value or with nil, has its panic sent to the pool's panic handler ([WithPanicHandler]),
+// and the task it was called for is unaffected: it still runs exactly once, and the worker keeps
+// serving. A hook that calls runtime.Goexit ends the goroutine it runs on, as a task that calls it
+// does, and nothing else: a Queued or Rejected hook ends the submitter inside its submit, and the
+// task is not accepted and never runs (a function of [Group.Go], [Group.TryGo], [Results.Go], [Map]
+// or [ForEach] then counts as one that called runtime.Goexit, so Wait returns); a Started hook
+// keeps its task from running, and the task counts as completed (a future's, a group's or a
+// sequence's Wait or range reports the Goexit); a Finished hook comes after its task has ended, and
+// the task's outcome stands, reported once (but a plain task's panic, which Finished precedes, then
+// never reaches the panic handler); a Discarded hook comes after the dropped task went to the
+// discard handler or failed with [ErrDiscarded]. The pool replaces a worker so ended. Hooks add
+// their own run time to every task's path through the pool, so they should be quick.
 type Hooks struct {
 	// Queued is called on the submitting goroutine when a submit offers a task, before the
 	// pool accepts it or refuses it. If the pool refuses it, Rejected follows. TaskInfo is

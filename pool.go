@@ -207,17 +207,16 @@ func (p *Pool) StopAndWait() {
 	<-p.core.e.Exited()
 }
 
-// Shutdown stops the pool as [Pool.Stop] does and waits, like [Pool.StopAndWait], for the
-// accepted tasks to finish, but no longer than ctx allows: if ctx ends first it returns
-// ctx.Err(), and then stops firmly what it can: the functions given with a context (of
-// [GoContext], groups, [Results], [Map], [ForEach], [MapSeq] and [MapSeqUnordered], on the
-// pool or its sub-pools) still queued are skipped at once, their futures, groups and calls
-// failing with [ErrStopped] without waiting for a worker to reach them, and the contexts of
-// those running end with cause [ErrStopped], so that the ones watching their context return. Plain tasks, which carry
-// no context, still run in the background. [Pool.StopAndWait] cancels nothing. Shutdown
-// returns nil whenever the pool has exited, even if ctx has ended too (a pool stopped and
-// drained earlier, say). It mirrors net/http.Server.Shutdown. It panics if ctx is nil, and
-// then stops nothing.
+// Shutdown stops the pool as [Pool.Stop] does and waits, like [Pool.StopAndWait], for the accepted
+// tasks to finish, but no longer than ctx allows: if ctx ends first it returns ctx.Err(), and then
+// stops firmly what it can: the functions given with a context (of [GoContext], groups, [Results],
+// [Map], [ForEach], [MapSeq] and [MapSeqUnordered], on the pool or its sub-pools) still queued are
+// skipped at once, their futures, groups and calls failing with [ErrStopped] without waiting for a
+// worker to reach them, and the contexts of those running end with cause [ErrStopped], so that the
+// ones watching their context return. Plain tasks, which carry no context, still run in the
+// background. [Pool.StopAndWait] cancels nothing. Shutdown returns nil whenever the pool has
+// exited, even if ctx has ended too (a pool stopped and drained earlier, say). It mirrors
+// net/http.Server.Shutdown. It panics if ctx is nil, and then stops nothing.
 func (p *Pool) Shutdown(ctx context.Context) error {
 	checkPool(p, "Shutdown")
 	return p.core.shutdown(ctx, p.Stop, func() {
@@ -254,15 +253,15 @@ func (p *Pool) Stats() Stats {
 // [Pool.Shutdown] wait for them. maxWorkers may be [CPUs]. It panics if maxWorkers is less
 // than 1 (other than CPUs) or an option is out of range.
 //
-// By default a sub-pool has p's panic handler and task timeout and an unbounded queue, and
-// none of p's hooks, histograms (nor their sampling), overflow policy, rate limit or priority. opts may bound its
-// queue and choose what a full one does ([WithQueueSize], [WithNonBlocking], [WithOverflow],
-// [WithMaxWait], [WithMaxBlocked], [WithDiscardHandler]), give it a priority level in p
-// ([WithPriority]), a rate limit ([WithRateLimit]), hooks ([WithHooks]), histograms
-// ([WithLatencyHistograms], [WithLatencySample]), a task timeout ([WithTaskTimeout]) or a panic handler
-// ([WithPanicHandler]) of its own, tie it to a context ([WithContext]) or let it choose its
-// limit ([WithAdaptiveLimit]). [WithMinWorkers] and [WithIdleTimeout] have no effect on it,
-// since its workers are p's; WithMinWorkers is still checked against maxWorkers.
+// By default a sub-pool has p's panic handler and task timeout and an unbounded queue, and none of
+// p's hooks, histograms (nor their sampling), overflow policy, rate limit or priority. opts may
+// bound its queue and choose what a full one does ([WithQueueSize], [WithNonBlocking],
+// [WithOverflow], [WithMaxWait], [WithMaxBlocked], [WithDiscardHandler]), give it a priority level
+// in p ([WithPriority]), a rate limit ([WithRateLimit]), hooks ([WithHooks]), histograms
+// ([WithLatencyHistograms], [WithLatencySample]), a task timeout ([WithTaskTimeout]) or a panic
+// handler ([WithPanicHandler]) of its own, tie it to a context ([WithContext]) or let it choose its
+// limit ([WithAdaptiveLimit]). [WithMinWorkers] and [WithIdleTimeout] have no effect on it, since
+// its workers are p's; WithMinWorkers is still checked against maxWorkers.
 //
 // A sub-pool's worker is a task of p that runs the sub-pool's queued tasks one after another
 // and returns when the queue is empty; it may wait in p's queue like any task of p. p's

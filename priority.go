@@ -15,10 +15,11 @@ import (
 // without the option are at level 0; levels may be negative. Running tasks are never
 // preempted.
 //
-// Once a parent has a sub-pool with a level other than 0, a sub-pool's worker gives the
-// parent's worker back after each task while anything waits in the parent's queue, and its
-// sub-pool's next task waits for its turn at its level: so a busy sub-pool cannot hold a
-// worker that a higher level needs, and sub-pools at one level alternate. [Go], [Pool.Group], [Map] and the rest work on a sub-pool with a level as on any.
+// Once a parent has a sub-pool with a level other than 0, a sub-pool's worker gives the parent's
+// worker back after each task while anything waits in the parent's queue, and its sub-pool's next
+// task waits for its turn at its level: so a busy sub-pool cannot hold a worker that a higher level
+// needs, and sub-pools at one level alternate. [Go], [Pool.Group], [Map] and the rest work on a
+// sub-pool with a level as on any.
 //
 // On [New], [NewFunc] and [NewKeyed] a level has nothing to be compared with: New and NewFunc
 // ignore it, and NewKeyed panics as for any option it does not take.

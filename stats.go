@@ -23,15 +23,15 @@ type Stats struct {
 	// about to take one or park. A sub-pool's workers are its parent's, so a sub-pool reports
 	// none.
 	Idle int
-	// Waiting is the number of accepted tasks that have not started, including one given back
-	// by [Pool.Pause] and a sub-pool's task whose worker waits in the parent's queue.
-	// Running+Waiting counts each accepted task that has not ended exactly once. A canceled
-	// future's function, or a function that a [Pool.Shutdown] giving up failed with
-	// [ErrStopped], keeps counting as Waiting until a worker (or [Pool.StopNow]) reaches its
-	// place in the queue and drops it, and then counts in Skipped. A function that a waiting function runs
-	// itself (package documentation, "Waits that help") counts as Waiting until it has ended,
-	// whenever a worker drops its place, and then in Completed or Panicked; it is never
-	// Running: it runs in the slot of the function that waits, which Running counts.
+	// Waiting is the number of accepted tasks that have not started, including one given back by
+	// [Pool.Pause] and a sub-pool's task whose worker waits in the parent's queue. Running+Waiting
+	// counts each accepted task that has not ended exactly once. A canceled future's function, or a
+	// function that a [Pool.Shutdown] giving up failed with [ErrStopped], keeps counting as Waiting
+	// until a worker (or [Pool.StopNow]) reaches its place in the queue and drops it, and then
+	// counts in Skipped. A function that a waiting function runs itself (package documentation,
+	// "Waits that help") counts as Waiting until it has ended, whenever a worker drops its place,
+	// and then in Completed or Panicked; it is never Running: it runs in the slot of the function
+	// that waits, which Running counts.
 	Waiting int
 	// Accepted counts the tasks a submit accepted.
 	Accepted uint64
@@ -45,15 +45,14 @@ type Stats struct {
 	// Canceled counts submits whose context ended before the task was accepted, whether
 	// while they waited for room or before they were made. The task was never accepted.
 	Canceled uint64
-	// WaitTime and RunTime are, under [WithLatencyHistograms], the times tasks waited from
-	// their submit to their start and the times they ran; nil without that option, so Stats
-	// stays comparable with ==. WaitTime
-	// counts every task that started, RunTime every task that finished (returned, panicked
-	// or called runtime.Goexit); under [WithLatencySample], each task timed counts n times
-	// and the others not at all, so the counts are estimates. They are read just after the counters above, without
-	// stopping the workers, so they may count a task that started or finished since; their
-	// counts never go backwards between two snapshots, and WaitTime.Count is never less than
-	// RunTime.Count.
+	// WaitTime and RunTime are, under [WithLatencyHistograms], the times tasks waited from their
+	// submit to their start and the times they ran; nil without that option, so Stats stays
+	// comparable with ==. WaitTime counts every task that started, RunTime every task that finished
+	// (returned, panicked or called runtime.Goexit); under [WithLatencySample], each task timed
+	// counts n times and the others not at all, so the counts are estimates. They are read just
+	// after the counters above, without stopping the workers, so they may count a task that started
+	// or finished since; their counts never go backwards between two snapshots, and WaitTime.Count
+	// is never less than RunTime.Count.
 	WaitTime, RunTime *Histogram
 	// Discarded counts accepted tasks that [DiscardOldest] dropped; they never ran.
 	Discarded uint64

@@ -119,12 +119,12 @@ func (r *Registration) Unregister() error {
 // Close is [Registration.Unregister]; it makes a Registration an io.Closer.
 func (r *Registration) Close() error { return r.Unregister() }
 
-// Observe registers the crew instruments with meter and a callback that reports the Stats of
-// src, with the attribute pool=name, at each collection. The callback reads one Stats snapshot
-// per collection. Any Stats source will do: a pool, a [crew.Keyed] once it reports Stats, or
-// a function wrapped in [StatsFunc]. It panics if name is empty, src is nil (or a nil
-// *crew.Pool), meter is nil, or an option sets the "pool" attribute; it returns an error, and registers nothing, if the meter cannot create an
-// instrument or register the callback.
+// Observe registers the crew instruments with meter and a callback that reports the Stats of src,
+// with the attribute pool=name, at each collection. The callback reads one Stats snapshot per
+// collection. Any Stats source will do: a pool, a [crew.Keyed] once it reports Stats, or a function
+// wrapped in [StatsFunc]. It panics if name is empty, src is nil (or a nil *crew.Pool), meter is
+// nil, or an option sets the "pool" attribute; it returns an error, and registers nothing, if the
+// meter cannot create an instrument or register the callback.
 //
 // Several pools may be observed through one meter under different names; the instruments are
 // shared and each pool reports its own data points.

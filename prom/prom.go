@@ -159,8 +159,9 @@ func boolValue(b bool) float64 {
 }
 
 // NewCollector returns a collector exporting the Stats of src, labelled pool=name. It panics if
-// name is empty, src is nil (or a nil *crew.Pool), or an option sets the "pool" or "le" label. Any Stats source will do: a
-// pool, a [crew.Keyed] once it reports Stats, or a function wrapped in [StatsFunc].
+// name is empty, src is nil (or a nil *crew.Pool), or an option sets the "pool" or "le" label. Any
+// Stats source will do: a pool, a [crew.Keyed] once it reports Stats, or a function wrapped in
+// [StatsFunc].
 //
 // Collectors registered with one registry must all have the same constant label names (the
 // same keys passed to [WithConstLabels], or none), and no two may have the same name and the

@@ -103,16 +103,15 @@ func (e *Engine[T]) ForwardAhead(arg T) {
 }
 
 // Back-pressure on an unbounded queue. A submitter that runs far ahead of the workers gains
-// nothing: the tasks wait either way. But the backlog costs: every garbage collection scans
-// it, so a long queue slows down every task that allocates (TaskQ's JSON workload ran slower
-// than with a 1024-slot channel: measurements.md has the figures). So while crowdedPerWorker or more tasks per live
-// worker, and at least crowdedFloor tasks, wait, every submit yields its processor with
-// runtime.Gosched. That is not blocking (Submit promises to block only on a full bounded
-// queue): the submitter goes on as soon as the scheduler gets back to it, which on a machine
-// whose cores all run workers takes about as long as the workers need to eat into the backlog,
-// and at once on a machine with an idle processor. Yielding on every submit rather than on
-// every 256th keeps the backlog near the threshold; with the sparser yield it still grew
-// between yields.
+// nothing: the tasks wait either way. But the backlog costs: every garbage collection scans it, so
+// a long queue slows down every task that allocates (TaskQ's JSON workload ran slower than with a
+// 1024-slot channel: measurements.md has the figures). So while crowdedPerWorker or more tasks per
+// live worker, and at least crowdedFloor tasks, wait, every submit yields its processor with
+// runtime.Gosched. That is not blocking (Submit promises to block only on a full bounded queue):
+// the submitter goes on as soon as the scheduler gets back to it, which on a machine whose cores
+// all run workers takes about as long as the workers need to eat into the backlog, and at once on a
+// machine with an idle processor. Yielding on every submit rather than on every 256th keeps the
+// backlog near the threshold; with the sparser yield it still grew between yields.
 //
 // The threshold counts the workers alive, not the limit. A pool of CPU-bound tasks keeps few
 // workers alive whatever its limit: the waking gate starts them one at a time, and each new

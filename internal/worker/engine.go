@@ -144,12 +144,12 @@ type Config[T any] struct {
 	// of the rate limit, which only starts are to spend. A true answer must stay true. It is
 	// called with e.mu held and must not call into the engine.
 	Doomed func(T) bool
-	// Start, when set, replaces "go serve": it must arrange for Serve(first, since) to be
-	// called exactly once on some goroutine. It is called with the engine's lock held (see
-	// forward) and must not call back into this engine. Sub-pools use it to run their workers as tasks
-	// of the parent. Such workers never park: they return when the queue is empty. ahead is
-	// set for a worker that replaces one an ancestor stopped between two tasks (Admits): it
-	// goes behind the head of the parent's queue (ForwardAhead) rather than at its tail.
+	// Start, when set, replaces "go serve": it must arrange for Serve(first, since) to be called
+	// exactly once on some goroutine. It is called with the engine's lock held (see forward) and
+	// must not call back into this engine. Sub-pools use it to run their workers as tasks of the
+	// parent. Such workers never park: they return when the queue is empty. ahead is set for a
+	// worker that replaces one an ancestor stopped between two tasks (Admits): it goes behind the
+	// head of the parent's queue (ForwardAhead) rather than at its tail.
 	Start func(first T, since int64, ahead bool)
 	// Exited, when set, is called once the engine has stopped and its last goroutine is
 	// done, with the engine's lock held. A sub-pool uses it to release its parent (Release).

@@ -380,14 +380,14 @@ var lingerYield = runtime.Gosched
 // queued for this worker instead of waking a parked one. Callers hold e.mu; linger releases it
 // while it yields and holds it again when it returns.
 //
-// A parked worker costs its submitter a wake-up and itself a park, and the worker that is
-// woken takes the lock once more in begin. Where tasks are tiny and arrive from many
-// goroutines at once (pond's 1Mu-1t: a million goroutines submitting one rand.Float64 each to
-// 200,000 workers), that is most of the work: a large share of the tasks went through a
-// wake-up and a park, and a goroutine per task was faster (measurements.md). The yield lets the goroutines waiting for
-// this processor (the submitters, there) run first, and their tasks queue up for the worker,
-// which then runs them one after another. With nothing else to run, the yield returns at once
-// and the worker parks as before.
+// A parked worker costs its submitter a wake-up and itself a park, and the worker that is woken
+// takes the lock once more in begin. Where tasks are tiny and arrive from many goroutines at once
+// (pond's 1Mu-1t: a million goroutines submitting one rand.Float64 each to 200,000 workers), that
+// is most of the work: a large share of the tasks went through a wake-up and a park, and a
+// goroutine per task was faster (measurements.md). The yield lets the goroutines waiting for this
+// processor (the submitters, there) run first, and their tasks queue up for the worker, which then
+// runs them one after another. With nothing else to run, the yield returns at once and the worker
+// parks as before.
 //
 // The worker owes the tasks queued while it lingered the relay that begin does (passOn), or a
 // burst submitted then would wait for the one worker instead of spreading over the idle ones.

@@ -14,22 +14,21 @@ import (
 // between its submit and its start, and how long it ran, and tells the Observer on the worker
 // with no lock held.
 //
-// The submit time of each queued task is kept beside it in the queue, as its stamp (the
-// queue package's PushAt and PopAt), so the task values stay as they are and a typed pool
-// still allocates nothing per task. The plain paths of Submit and next call PushAt and PopAt
-// only for an engine that observes, and Push and Pop otherwise: one helper holding both calls
-// was not inlined, and every submit and task took longer. The times travel as arguments, never through a field of the engine: a submit
-// reads the clock before taking the lock (lockToSubmit) and hands the time to route, which
-// queues it with the task or hands it out with it; whoever takes a task from the queue gets
-// its stamp from dequeue, and the start hands it to the worker that runs the task: in
-// w.since for a parked or new worker (handOut, launch), through Config.Start for a sub-pool's
-// worker, and through taken for a worker that takes its next task itself. In a queue of their
-// own, or in fields of the engine, the times cost the holder of e.mu more cache lines per
-// task, which moved between the cores with the lock (measurements.md, "Observing"). Without
-// an Observer, none of this happens: timed is false, the queue keeps no stamps, and the
-// worker loop is the plain one. An observed engine takes the same
-// plain paths through Submit and next as one without; TestQueuedTasksWaitTheirOwnTime guards
-// the stamps there.
+// The submit time of each queued task is kept beside it in the queue, as its stamp (the queue
+// package's PushAt and PopAt), so the task values stay as they are and a typed pool still allocates
+// nothing per task. The plain paths of Submit and next call PushAt and PopAt only for an engine
+// that observes, and Push and Pop otherwise: one helper holding both calls was not inlined, and
+// every submit and task took longer. The times travel as arguments, never through a field of the
+// engine: a submit reads the clock before taking the lock (lockToSubmit) and hands the time to
+// route, which queues it with the task or hands it out with it; whoever takes a task from the queue
+// gets its stamp from dequeue, and the start hands it to the worker that runs the task: in w.since
+// for a parked or new worker (handOut, launch), through Config.Start for a sub-pool's worker, and
+// through taken for a worker that takes its next task itself. In a queue of their own, or in fields
+// of the engine, the times cost the holder of e.mu more cache lines per task, which moved between
+// the cores with the lock (measurements.md, "Observing"). Without an Observer, none of this
+// happens: timed is false, the queue keeps no stamps, and the worker loop is the plain one. An
+// observed engine takes the same plain paths through Submit and next as one without;
+// TestQueuedTasksWaitTheirOwnTime guards the stamps there.
 //
 // With Config.Records set as well, the engine records the two times in Records' histograms
 // itself, and tells the Observer only of discarded tasks.

@@ -9,12 +9,12 @@ import (
 // The start-rate limit: a token bucket checked by mayStart (through Open).
 //
 // A throttled task waits in the queue, never on a worker: mayStart says no and the task stays
-// queued, and when the bucket runs dry one timer is armed for the moment the next token falls
-// due; it calls dispatch. Sub-pools need no call: their forwarded workers wait in this
-// engine's queue. The bucket starts full, holds at most burst tokens and gains perSecond a second, and every start takes
-// one, so over any window of length T at most burst + perSecond·T tasks start. A token taken
-// for a start that then finds no worker free is not given back: the bound holds, the rate
-// only dips.
+// queued, and when the bucket runs dry one timer is armed for the moment the next token falls due;
+// it calls dispatch. Sub-pools need no call: their forwarded workers wait in this engine's queue.
+// The bucket starts full, holds at most burst tokens and gains perSecond a second, and every start
+// takes one, so over any window of length T at most burst + perSecond·T tasks start. A token taken
+// for a start that then finds no worker free is not given back: the bound holds, the rate only
+// dips.
 //
 // The bucket has its own small lock rather than the engine's, because a sub-pool's starts
 // take tokens from its ancestors' buckets while holding its own engine's lock; the bucket's

@@ -7,18 +7,18 @@
 //	go run ./cmd/crewbench                # quick run, a few minutes
 //	go run ./cmd/crewbench -full -out ../docs/benchmarks
 //
-// It compiles the suites' test binary once, then runs it -count passes, one process per suite
-// and contender, turning the order of the contenders by one place each pass so that a drifting
-// machine does not favour whoever runs first. The quick run (the default) runs a few scenarios
-// of every suite, the largest scaled down, in about two minutes on two cores, and draws them
-// in one chart, quick.svg; -full runs everything at the published sizes. -scaling turns the
-// output of BenchmarkScaling (benchmarks/scaling.sh) into a table and a chart. It prints progress on standard error and, on standard output, a summary a
-// person can read: per scenario, crew's median time, its rank, the fastest other contender
-// and its time as a multiple of crew's; a multiple that the Mann-Whitney U test of
-// golang.org/x/perf/benchmath does not find significant is marked with "~". It writes the raw
-// benchmark output (benchstat reads it), one markdown table per suite with every contender's
-// figures, and one SVG chart per suite to the -out folder, ./crewbench-out by default, and
-// names that folder on the last line.
+// It compiles the suites' test binary once, then runs it -count passes, one process per suite and
+// contender, turning the order of the contenders by one place each pass so that a drifting machine
+// does not favour whoever runs first. The quick run (the default) runs a few scenarios of every
+// suite, the largest scaled down, in about two minutes on two cores, and draws them in one chart,
+// quick.svg; -full runs everything at the published sizes. -scaling turns the output of
+// BenchmarkScaling (benchmarks/scaling.sh) into a table and a chart. It prints progress on standard
+// error and, on standard output, a summary a person can read: per scenario, crew's median time, its
+// rank, the fastest other contender and its time as a multiple of crew's; a multiple that the
+// Mann-Whitney U test of golang.org/x/perf/benchmath does not find significant is marked with "~".
+// It writes the raw benchmark output (benchstat reads it), one markdown table per suite with every
+// contender's figures, and one SVG chart per suite to the -out folder, ./crewbench-out by default,
+// and names that folder on the last line.
 package main
 
 import (

@@ -73,7 +73,8 @@ func analyze(raw []byte, o options) (*report, error) {
 		var names []string
 		for _, p := range parts {
 			if strings.HasPrefix(string(p), "/") {
-				// "/load=1u-1Mt" is shown as 1u-1Mt; "/par=10" keeps its key, a bare 10 says nothing.
+				// "/load=1u-1Mt" is shown as 1u-1Mt; "/par=10" keeps its key, a bare 10 says
+				// nothing.
 				part := strings.TrimPrefix(string(p), "/")
 				if k, v, ok := strings.Cut(part, "="); ok && k != "par" {
 					part = v
