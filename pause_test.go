@@ -350,7 +350,9 @@ func TestPauseAndWaitDoesNotWaitForACallerRunTask(t *testing.T) {
 // Pool.Pause: a task handed to a worker that has not yet begun it, a new worker or a parked
 // one woken for it, is given back by that worker when it finds the pool paused, and starts
 // after Resume; the same for a sub-pool's task when the sub-pool or its parent is paused.
-// With one processor the woken worker cannot run before the submitter has paused the pool.
+// With one processor the woken worker runs only once the submitter blocks, after it has
+// paused the pool; should the submitter be preempted first and the task run before Pause, the
+// round proves nothing and is made again.
 func TestPauseGivesBackATaskAWorkerHasNotBegun(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	for _, c := range []struct {
@@ -365,38 +367,60 @@ func TestPauseGivesBackATaskAWorkerHasNotBegun(t *testing.T) {
 		{name: "sub-pool, parent paused", sub: true, parent: true},
 		{name: "sub-pool, parked worker, parent paused", sub: true, parked: true, parent: true},
 	} {
-		root := crew.New(2)
-		p, paused := root, root
-		if c.sub {
-			p = root.Sub(1)
-			if !c.parent {
-				paused = p
+		for attempt := 0; ; attempt++ {
+			if attempt == 20 {
+				t.Fatalf("%s: the task ran before Pause in every attempt", c.name)
+			}
+			if pauseGivesBack(t, c.name, c.parked, c.sub, c.parent) {
+				break
 			}
 		}
-		if c.parked {
-			if err := p.Submit(func() {}); err != nil {
-				t.Fatal(err)
-			}
-			p.Wait()
-			waitFor(t, c.name+": a parked worker", func() bool { return root.Stats().Idle > 0 })
+	}
+}
+
+// pauseGivesBack is one round of TestPauseGivesBackATaskAWorkerHasNotBegun. It reports false
+// if the task ran before Pause returned, which leaves the round without meaning.
+func pauseGivesBack(t *testing.T, name string, parked, sub, parent bool) bool {
+	t.Helper()
+	root := crew.New(2)
+	defer root.StopAndWait()
+	p, paused := root, root
+	if sub {
+		p = root.Sub(1)
+		if !parent {
+			paused = p
 		}
-		var ran atomic.Int64
-		if err := p.Submit(func() { ran.Add(1) }); err != nil {
+	}
+	if parked {
+		if err := p.Submit(func() {}); err != nil {
 			t.Fatal(err)
 		}
-		paused.Pause()
-		time.Sleep(5 * time.Millisecond) // the worker has its chance to run the task
-		if ran.Load() != 0 {
-			t.Errorf("%s: the task ran after Pause returned", c.name)
-		}
-		if s := p.Stats(); s.Running != 0 || s.Waiting != 1 {
-			t.Errorf("%s: paused with the task given back: %+v, want it waiting", c.name, s)
-		}
-		paused.Resume()
 		p.Wait()
-		if ran.Load() != 1 {
-			t.Errorf("%s: the task ran %d times after Resume, want 1", c.name, ran.Load())
-		}
-		root.StopAndWait()
+		waitFor(t, name+": a parked worker", func() bool { return root.Stats().Idle > 0 })
 	}
+	var ran, late, pausedYet atomic.Int64
+	if err := p.Submit(func() {
+		late.Add(pausedYet.Load())
+		ran.Add(1)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	paused.Pause()
+	pausedYet.Store(1)
+	time.Sleep(5 * time.Millisecond) // the worker has its chance to run the task
+	if late.Load() != 0 {
+		t.Errorf("%s: the task ran after Pause returned", name)
+	}
+	if ran.Load() != 0 && late.Load() == 0 {
+		return false // it ran before Pause
+	}
+	if s := p.Stats(); s.Running != 0 || s.Waiting != 1 {
+		t.Errorf("%s: paused with the task given back: %+v, want it waiting", name, s)
+	}
+	paused.Resume()
+	p.Wait()
+	if ran.Load() != 1 {
+		t.Errorf("%s: the task ran %d times after Resume, want 1", name, ran.Load())
+	}
+	return true
 }
