@@ -399,11 +399,7 @@ func TestAdvGuaranteeStopNowBlockedSubmitter(t *testing.T) {
 					wg.Add(1)
 					go func() { defer wg.Done(); errs[i] = p.Submit(func() {}) }()
 				}
-				if !stopTop {
-					waitFor(t, "submitters to block", func() bool { return crew.BlockedSubmitters(p) == blocked })
-				} else {
-					time.Sleep(20 * time.Millisecond)
-				}
+				waitFor(t, "submitters to block", func() bool { return crew.BlockedSubmitters(p) == blocked })
 				var back []func()
 				if stopTop {
 					back = top.StopNow()

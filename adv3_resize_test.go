@@ -844,7 +844,7 @@ func TestAdvResizeParentMakesAQueuedSubPoolTaskHeavierThanItsLimit(t *testing.T)
 			after.Add(1)
 		}))
 	}
-	time.Sleep(5 * time.Millisecond)
+	awaitStats(t, root, "the heavy task to wait in the parent", func(s crew.Stats) bool { return s.Waiting >= 1 })
 	root.Resize(2)
 	rootN.setBound(2)
 	g.releaseAll()

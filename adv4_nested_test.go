@@ -297,13 +297,14 @@ func TestAdvNestedResizeDownToOneWhileTreesWait(t *testing.T) {
 			var started sync.WaitGroup
 			started.Add(4)
 			gate, shrunk := make(chan struct{}), make(chan struct{})
-			var leaves atomic.Int32
+			var leaves, inWait atomic.Int32
 			fs := make([]*crew.Future[int], 4)
 			for i := range fs {
 				fs[i] = crew.GoContext(context.Background(), p, func(ctx context.Context) (int, error) {
 					started.Done()
 					<-gate // the four hold the four slots before they fork
 					return 0, w.run(ctx, p, 2, func(ctx context.Context, _ int) error {
+						inWait.Add(1)
 						<-shrunk // in a lent slot, inside the wait, when the shrink comes
 						return nestTree(ctx, w, p, 4, &leaves)
 					})
@@ -312,7 +313,7 @@ func TestAdvNestedResizeDownToOneWhileTreesWait(t *testing.T) {
 			what := fmt.Sprintf("%s, shrinking root %v", w.name, shrinkRoot)
 			nestRun(t, what+": four started", started.Wait)
 			close(gate)
-			time.Sleep(2 * time.Millisecond) // the four waits are in progress
+			waitFor(t, what+": the four waits in progress", func() bool { return inWait.Load() >= 4 })
 			if shrinkRoot {
 				root.Resize(1)
 			} else {
@@ -857,7 +858,7 @@ func TestAdvNestedPausedWaitEndsByStopNowStopShutdownCancelOrTimeout(t *testing.
 					time.Sleep(2 * time.Millisecond) // the wait naps
 					switch w.name {
 					case "Group", "GroupAll", "Results", "GoContext":
-						if how == "Stop" || how == "Shutdown" {
+						if how == "StopNow" || how == "Stop" || how == "Shutdown" {
 							// They submit all n functions before their wait: every one is
 							// accepted before the pools stop, however slow the machine.
 							waitFor(t, what+": the functions to queue", func() bool { return chain[target].Stats().Waiting >= n })
@@ -952,6 +953,7 @@ func TestAdvNestedStopNowOfAPausedRootAbandonsASubPoolsBacklog(t *testing.T) {
 		nestAwait(t, "the waiting function to start", inside)
 		held.Pause()
 		close(gate)
+		waitFor(t, "the backlog to queue", func() bool { return leaf.Stats().Waiting >= 4 })
 		time.Sleep(time.Millisecond) // the wait naps: nothing runs while paused
 		held.StopNow()
 		var err error
@@ -1216,7 +1218,7 @@ func TestAdvNestedHelpingSubmitHeldByAPauseGetsErrStoppedFromStopNow(t *testing.
 		held.Pause()
 		close(gate)
 		nestAwait(t, "the first submit", going)
-		time.Sleep(time.Millisecond)
+		waitFor(t, "the second submit to wait for the pause", func() bool { return crew.BlockedSubmitters(leaf) == 1 })
 		root.StopNow()
 		var err error
 		nestRun(t, "the submitting function", func() { _, err = f.Wait() })

@@ -578,7 +578,7 @@ func TestAdv5WaitRangeOverCompletedInsideAFunctionOfAPoolOfOne(t *testing.T) {
 	})
 	select {
 	case <-f.Done():
-	case <-time.After(2 * time.Second):
+	case <-time.After(10 * time.Second):
 		t.Errorf("the range did not end: %+v", p.Stats())
 		p.Resize(2)
 		nestAwait(t, "the range after growing the pool", f.Done())
