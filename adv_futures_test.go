@@ -794,7 +794,7 @@ func TestAdvFutHeldHigherLevelDoesNotHoldLowerLevels(t *testing.T) {
 				hi = root.Sub(1, crew.WithPriority(3))
 				hiTop = hi
 			case "rate":
-				hi = root.Sub(1, crew.WithPriority(3), crew.WithRateLimit(5, 1))
+				hi = root.Sub(1, crew.WithPriority(3), crew.WithRateLimit(0.01, 1)) // no second token for 100 s
 				hiTop = hi
 			case "parent-of-paused":
 				hiTop = root.Sub(2, crew.WithPriority(3))
@@ -815,7 +815,7 @@ func TestAdvFutHeldHigherLevelDoesNotHoldLowerLevels(t *testing.T) {
 				los = append(los, crew.Go(root, func() (int, error) { return i, nil }))
 			}
 			release()
-			deadline := time.After(300 * time.Millisecond)
+			deadline := time.After(10 * time.Second)
 			for _, f := range los {
 				select {
 				case <-f.Done():
@@ -833,6 +833,8 @@ func TestAdvFutHeldHigherLevelDoesNotHoldLowerLevels(t *testing.T) {
 					}
 				}
 				hiTop.Resume()
+			} else {
+				hi.SetRateLimit(math.Inf(1), 1)
 			}
 			for i, f := range his {
 				if v, err := afWait(t, "hi", f); err != nil || v != i {
@@ -1334,7 +1336,7 @@ func TestAdvFutDiscardOldestBesideAHigherLevelSubPool(t *testing.T) {
 			done := goRun(func() { next = crew.Go(root, func() (int, error) { return 2, nil }) })
 			select {
 			case <-done:
-			case <-time.After(500 * time.Millisecond):
+			case <-time.After(10 * time.Second):
 				s := root.Stats()
 				release()
 				<-done

@@ -1031,7 +1031,7 @@ func TestAdvKQHigherLevelOvertakesAKeyTwoSubPoolsDown(t *testing.T) {
 			must(t, high.Submit(func() { rec("HIGH") }))
 			release()
 			if pause {
-				time.Sleep(10 * time.Millisecond)
+				awaitStats(t, k, "key 0's first task to end", func(s crew.Stats) bool { return s.Completed == 1 && s.Running == 0 })
 				root.Resume()
 			}
 			awaitReturn(t, "Keyed.Wait", goRun(k.Wait))

@@ -781,6 +781,7 @@ func TestAdvObs2ShrinkingResizeOfAParentHoldsSubPoolStartsAndCountsThemWaiting(t
 		close(releases[i])
 	}
 	awaitStats(t, subsub, "three tasks to end", func(s crew.Stats) bool { return s.Running == 1 })
+	awaitStats(t, root, "the root's running tasks to come down to its limit", func(s crew.Stats) bool { return s.Running <= 1 })
 	time.Sleep(20 * time.Millisecond)
 	if h.high.Load() != 0 {
 		t.Fatalf("%d tasks started while the root ran its new limit", h.high.Load())
