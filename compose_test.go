@@ -267,12 +267,12 @@ func TestRateLimitedSubPoolServesItsSubPool(t *testing.T) {
 		must(t, sub.Submit(func() { ranSub.Add(1) }))
 		must(t, subsub.Submit(func() { ranSubSub.Add(1) }))
 	}
-	time.Sleep(300 * time.Millisecond)
+	waitFor(t, "200 tasks to run", func() bool { return ranSub.Load()+ranSubSub.Load() >= 200 })
 	s, ss := ranSub.Load(), ranSubSub.Load()
 	sub.StopNow()
 	subsub.StopNow()
 	if ss*4 < s || s*4 < ss {
-		t.Fatalf("in 300ms the rate-limited sub-pool ran %d tasks and its sub-pool %d, want each at least a quarter of the other", s, ss)
+		t.Fatalf("of %d starts the rate-limited sub-pool ran %d tasks and its sub-pool %d, want each at least a quarter of the other", s+ss, s, ss)
 	}
 }
 

@@ -114,7 +114,7 @@ func TestKeyedTurnOnALowLevelSubPoolYieldsToAHigherLevel(t *testing.T) {
 	}
 	awaitReturn(t, "first keyed task", first)
 	must(t, high.Submit(func() { rec("HIGH") }))
-	time.Sleep(5 * time.Millisecond)
+	awaitStats(t, root, "the high sub-pool's worker waiting in the root", func(s crew.Stats) bool { return s.Waiting == 1 })
 	close(gate)
 	k.Wait()
 	high.Wait()

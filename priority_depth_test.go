@@ -3,7 +3,6 @@ package crew_test
 import (
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/crewgo/crew"
 )
@@ -41,7 +40,7 @@ func TestSubPoolOfASubPoolYieldsToAHigherLevelAboveIt(t *testing.T) {
 			}
 			awaitReturn(t, "A", first)
 			must(t, high.Submit(func() { rec("HIGH") }))
-			time.Sleep(5 * time.Millisecond)
+			awaitStats(t, root, "the high sub-pool's worker waiting in the root", func(s crew.Stats) bool { return s.Waiting == 1 })
 			close(gate)
 			awaitReturn(t, "root.Wait", goRun(root.Wait))
 			mu.Lock()

@@ -257,9 +257,9 @@ func TestParentCountsSubPoolWorkersAndSeesOnlyItsOwnTasks(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.Resume()
-	for sub.Stats().Running != 1 || sub.Stats().Completed != 5 {
-		time.Sleep(time.Millisecond)
-	}
+	awaitStats(t, sub, "the sub-pool's 5 tasks to complete and its sixth to run", func(s crew.Stats) bool {
+		return s.Running == 1 && s.Completed == 5
+	})
 	if s := p.Stats(); s.Running != 1 {
 		t.Fatalf("a sub-pool's task running: want 1 task of the parent running, got %+v", s)
 	}
