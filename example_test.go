@@ -171,10 +171,12 @@ func ExamplePool_StopAndWait() {
 
 func ExamplePool_Shutdown() {
 	pool := crew.New(1)
-	pool.Submit(func() { time.Sleep(50 * time.Millisecond) })
+	release := make(chan struct{})
+	pool.Submit(func() { <-release })
 	ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
 	defer cancel()
 	fmt.Println(pool.Shutdown(ctx)) // the task outlasts the deadline
+	close(release)
 	fmt.Println(pool.Shutdown(context.Background()))
 	// Output:
 	// context deadline exceeded

@@ -182,7 +182,7 @@ func TestGoexitInACallerRunFunctionEndsItOnce(t *testing.T) {
 			})
 			select {
 			case <-f.Done():
-			case <-time.After(3 * time.Second):
+			case <-time.After(10 * time.Second):
 				t.Fatalf("the outer future's Wait never returns (its function's Goexit was reported twice); stats %+v", p.Stats())
 			}
 			if _, err := f.Wait(); err == nil {
@@ -232,14 +232,14 @@ func TestGoexitUnderCallerRunsEndsAGroupFunctionOnce(t *testing.T) {
 	waitReportsOneGoexit(t, p, g)
 }
 
-// waitReportsOneGoexit checks that g's Wait returns within 3 s with an error that reports one
+// waitReportsOneGoexit checks that g's Wait returns within 10 s with an error that reports one
 // runtime.Goexit once, then stops p and checks that its counters add up.
 func waitReportsOneGoexit(t *testing.T, p *crew.Pool, g *crew.Group) {
 	t.Helper()
 	var err error
 	select {
 	case <-goRun(func() { err = g.Wait() }):
-	case <-time.After(3 * time.Second):
+	case <-time.After(10 * time.Second):
 		t.Fatalf("GroupAll.Wait never returns; stats %+v", p.Stats())
 	}
 	if err == nil {

@@ -928,7 +928,7 @@ func TestMapSeqRangeInATaskMissesNoReturnWhileItHelps(t *testing.T) {
 		done := goRun(func() { g.Wait() })
 		select {
 		case <-done:
-		case <-time.After(5 * time.Second):
+		case <-time.After(10 * time.Second):
 			s := p.Stats()
 			// The stuck range holds a worker for ever: no StopAndWait (it would hang too).
 			t.Fatalf("iteration %d: a MapSeq range inside a task never ended; Stats %+v (its call has ended: Running counts only the ranging function)", iter, s)
