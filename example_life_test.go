@@ -26,7 +26,7 @@ func ExampleGoContext() {
 		return fmt.Sprintf("user %d", id), nil
 	}
 	handle := func(ctx context.Context, id int) (string, error) {
-		ctx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+		ctx, cancel := context.WithTimeout(ctx, time.Second)
 		defer cancel()
 		f := crew.GoContext(ctx, pool, func(ctx context.Context) (string, error) { return lookup(ctx, id) })
 		return f.Wait()
