@@ -840,7 +840,7 @@ func TestAdv2ShortPullsLoseNoMessageOnTheirWay(t *testing.T) {
 		}
 		time.Sleep(time.Duration(30+b*13) * time.Millisecond)
 	}
-	for deadline := time.Now().Add(time.Second); !l.allDone() && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(10 * time.Second); !l.allDone() && time.Now().Before(deadline); {
 		time.Sleep(10 * time.Millisecond)
 	}
 	ci := info(t, q.cons)

@@ -271,7 +271,7 @@ func TestAdvResizeDownHoldsTheNewLimitPlusThePrefetch(t *testing.T) {
 	p.Resize(2)
 	// 8 running and 8 prefetched under the old limit: worked off by two workers in about a
 	// second.
-	waitFor(t, 3*time.Second, "within twice the new limit", func() bool {
+	waitFor(t, 10*time.Second, "within twice the new limit", func() bool {
 		return info(t, q.cons).NumAckPending <= 4 && running.now.Load() <= 2
 	})
 	running.max.Store(running.now.Load())
@@ -286,7 +286,7 @@ func TestAdvResizeDownHoldsTheNewLimitPlusThePrefetch(t *testing.T) {
 		t.Errorf("%d handlers ran at once under a limit of 2", m)
 	}
 	p.Resize(8)
-	waitFor(t, 3*time.Second, "8 running after a Resize to 8", func() bool { return running.now.Load() == 8 })
+	waitFor(t, 10*time.Second, "8 running after a Resize to 8", func() bool { return running.now.Load() == 8 })
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -1105,7 +1105,7 @@ func TestAdvOverflowPoliciesOfABoundedPool(t *testing.T) {
 					return nil
 				}, append(tc.opts, crewjs.WithPullExpiry(200*time.Millisecond), failOnError(t))...)
 			})
-			deadline := time.Now().Add(3 * time.Second)
+			deadline := time.Now().Add(10 * time.Second)
 			for !l.allDone() && time.Now().Before(deadline) {
 				time.Sleep(10 * time.Millisecond)
 			}
@@ -1119,7 +1119,7 @@ func TestAdvOverflowPoliciesOfABoundedPool(t *testing.T) {
 						missing++
 					}
 				}
-				t.Errorf("%d of %d messages not handled within 3s (pool: %+v)", missing, n, p.Stats())
+				t.Errorf("%d of %d messages not handled within 10s (pool: %+v)", missing, n, p.Stats())
 			}
 			if err := stop(); err != nil {
 				t.Fatal(err)
