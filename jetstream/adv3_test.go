@@ -684,8 +684,11 @@ func TestAdvJS3HandlerContextOnALeveledSubPoolPastTheShutdownTimeout(t *testing.
 		t.Errorf("the handler's context carries %q, want the value of Consume's context", v)
 	}
 	cancel()
+	canceled := time.Now()
 	time.Sleep(100 * time.Millisecond)
-	if err := hctx.Err(); err != nil {
+	// Checked only while the shutdown timeout cannot have passed: a sleep that overran it on
+	// a loaded machine proves nothing either way.
+	if err := hctx.Err(); err != nil && time.Since(canceled) < 250*time.Millisecond {
 		t.Errorf("the handler's context ended %v with Consume's, before the shutdown timeout", err)
 	}
 	select {
